@@ -1,0 +1,61 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "simpletunnel",
+    products: [
+        .library(name: "SimpleTunnelServices", targets: ["SimpleTunnelServices"]),
+        .executable(name: "tunnel-server", targets: ["TunnelServer"]),
+        .executable(name: "tunnel-client", targets: ["TunnelClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        .target(
+            name: "SimpleTunnelServices",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "TunnelServer",
+            dependencies: [
+                "SimpleTunnelServices",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "TunnelClient",
+            dependencies: [
+                "SimpleTunnelServices",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "WireBenchmark",
+            dependencies: [
+                "SimpleTunnelServices",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Benchmarks/WireBenchmark"
+        ),
+        .testTarget(
+            name: "SimpleTunnelServicesTests",
+            dependencies: [
+                "SimpleTunnelServices",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOTestUtils", package: "swift-nio"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+        ),
+    ]
+)

@@ -1,0 +1,2 @@
+// SimpleTunnelServices: the SimpleTunnel protocol and tunnel engine.
+// See ARCHITECTURE.md for the layers (Wire, TLS, Multiplexer, Endpoints, Config).

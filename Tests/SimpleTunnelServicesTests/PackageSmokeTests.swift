@@ -1,0 +1,6 @@
+import Testing
+@testable import SimpleTunnelServices
+
+@Test func packageBuilds() {
+    #expect(Bool(true))
+}
