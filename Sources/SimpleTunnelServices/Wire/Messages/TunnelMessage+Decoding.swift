@@ -1,0 +1,253 @@
+import NIOCore
+
+extension TunnelMessage {
+    /// Reads a message from its property list, checking every key the command
+    /// needs (PROTOCOL.md A2, A6). Keys a command does not use are ignored.
+    public init(propertyList: PropertyListValue) throws(TunnelMessageDecodingError) {
+        guard case .dictionary(let entries) = propertyList else {
+            throw TunnelMessageDecodingError(
+                kind: .notADictionary,
+                detail: "the top object is a \(propertyList.typeName), not a dictionary"
+            )
+        }
+        let command = try Self.command(in: entries)
+        let identifier = try Self.identifier(in: entries, command: command)
+        let fields = MessageFields(entries: entries, command: command, identifier: identifier)
+        self = try fields.message()
+    }
+
+    private static func command(in entries: [String: PropertyListValue]) throws(TunnelMessageDecodingError) -> TunnelCommand {
+        let key = TunnelMessageKey.command.rawValue
+        guard let value = entries[key] else {
+            throw TunnelMessageDecodingError(kind: .missingCommand, key: key, detail: "the message has no `command`")
+        }
+        guard case .integer(let number) = value else {
+            throw TunnelMessageDecodingError(
+                kind: .commandNotInteger, key: key,
+                detail: "`command` is a \(value.typeName), expected an integer"
+            )
+        }
+        guard let command = Int(exactly: number).flatMap(TunnelCommand.init(rawValue:)) else {
+            let identifier = entries[TunnelMessageKey.identifier.rawValue]?.integerValue.flatMap { Int64(exactly: $0) }
+            throw TunnelMessageDecodingError(
+                kind: .unknownCommand, identifier: identifier, key: key,
+                detail: "command \(number) is not one this server knows (1-11)"
+            )
+        }
+        return command
+    }
+
+    private static func identifier(
+        in entries: [String: PropertyListValue],
+        command: TunnelCommand
+    ) throws(TunnelMessageDecodingError) -> TunnelConnectionIdentifier {
+        let key = TunnelMessageKey.identifier.rawValue
+        guard let value = entries[key] else {
+            throw TunnelMessageDecodingError(kind: .missingIdentifier, command: command, key: key, detail: "the message has no `identifier`")
+        }
+        guard case .integer(let number) = value else {
+            throw TunnelMessageDecodingError(
+                kind: .identifierNotInteger, command: command, key: key,
+                detail: "`identifier` is a \(value.typeName), expected an integer"
+            )
+        }
+        guard let identifier = Int64(exactly: number) else {
+            throw TunnelMessageDecodingError(
+                kind: .identifierOutOfRange, command: command, key: key,
+                detail: "`identifier` \(number) does not fit in a signed 64-bit integer"
+            )
+        }
+        return identifier
+    }
+}
+
+/// A message dictionary whose command and identifier are known, with typed
+/// accessors that throw errors naming the key and what was wrong with it.
+private struct MessageFields {
+    let entries: [String: PropertyListValue]
+    let command: TunnelCommand
+    let identifier: TunnelConnectionIdentifier
+
+    func message() throws(TunnelMessageDecodingError) -> TunnelMessage {
+        switch command {
+        case .data:
+            return .data(identifier: identifier, payload: try required(.data, data), endpoint: try endpoint(required: false))
+        case .suspend:
+            return .suspend(identifier: identifier)
+        case .resume:
+            return .resume(identifier: identifier)
+        case .close:
+            let direction = try enumeration(.closeDirection, TunnelConnectionCloseDirection.self) ?? .all
+            return .close(identifier: identifier, direction: direction)
+        case .dns:
+            return .dns(identifier: identifier, packet: try required(.dnsPacket, data), source: try string(.dnsPacketSource))
+        case .open:
+            return .open(identifier: identifier, request: try openRequest())
+        case .openResult:
+            return .openResult(
+                identifier: identifier,
+                result: try required(.resultCode) { key throws(TunnelMessageDecodingError) in try enumeration(key, TunnelConnectionOpenResult.self) },
+                configuration: try dictionary(.configuration)
+            )
+        case .packets:
+            return .packets(identifier: identifier, packets: try packets())
+        case .fetchConfiguration:
+            return .fetchConfiguration(identifier: identifier, configuration: try dictionary(.configuration))
+        case .authenticate:
+            return .authenticate(login: try required(.login, string), password: try required(.password, string))
+        case .authenticateResult:
+            return .authenticateResult(
+                try required(.resultCode) { key throws(TunnelMessageDecodingError) in try enumeration(key, TunnelConnectionOpenResult.self) }
+            )
+        }
+    }
+
+    // MARK: Composite fields
+
+    private func openRequest() throws(TunnelMessageDecodingError) -> TunnelOpenRequest {
+        if identifier == 0 {
+            throw error(.invalidValue, .identifier, "identifier 0 is reserved for tunnel-level messages and cannot be opened")
+        }
+        let layer = try required(.tunnelType) { key throws(TunnelMessageDecodingError) in try enumeration(key, TunnelLayer.self) }
+        switch layer {
+        case .ip:
+            return .ip
+        case .app:
+            let kind = try required(.appProxyFlowType) { key throws(TunnelMessageDecodingError) in try enumeration(key, AppProxyFlowKind.self) }
+            switch kind {
+            case .udp:
+                return .udp
+            case .tcp:
+                guard let endpoint = try endpoint(required: true) else {
+                    throw error(.missingKey, .host, "a TCP open needs `host` and `port`")
+                }
+                return .tcp(endpoint)
+            }
+        }
+    }
+
+    /// `host` and `port` together: both present, or (when not required) both absent.
+    private func endpoint(required isRequired: Bool) throws(TunnelMessageDecodingError) -> TunnelEndpoint? {
+        let host = try string(.host)
+        let port = try port()
+        switch (host, port) {
+        case (nil, nil) where !isRequired:
+            return nil
+        case (let host?, let port?):
+            guard !host.isEmpty, host.utf8.count <= TunnelWireLimits.maximumHostLength else {
+                throw error(.invalidValue, .host, "`host` must be 1 to \(TunnelWireLimits.maximumHostLength) bytes, got \(host.utf8.count)")
+            }
+            return TunnelEndpoint(host: host, port: port)
+        case (nil, _):
+            throw error(.missingKey, .host, "`host` is missing")
+        case (_, nil):
+            throw error(.missingKey, .port, "`port` is missing")
+        }
+    }
+
+    /// `port`: an integer, or (as Apple's TCP open sends it) a string of digits.
+    private func port() throws(TunnelMessageDecodingError) -> Int? {
+        let key = TunnelMessageKey.port
+        switch entries[key.rawValue] {
+        case nil:
+            return nil
+        case .integer(let number):
+            guard (1...65535).contains(number) else {
+                throw error(.invalidValue, key, "`port` \(number) is outside 1-65535")
+            }
+            return Int(number)
+        case .string(let text):
+            let digits = text.utf8
+            guard (1...5).contains(digits.count), digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                let number = Int(text), (1...65535).contains(number)
+            else {
+                throw error(.invalidValue, key, "`port` \"\(text.prefix(16))\" is not a number from 1 to 65535")
+            }
+            return number
+        case let value?:
+            throw error(.wrongType, key, "`port` is a \(value.typeName), expected an integer or a string of digits")
+        }
+    }
+
+    private func packets() throws(TunnelMessageDecodingError) -> [TunnelPacket] {
+        let packets = try required(.packets, array)
+        let protocols = try required(.protocols, array)
+        guard packets.count == protocols.count else {
+            throw error(.invalidValue, .protocols, "\(packets.count) packets but \(protocols.count) protocol numbers")
+        }
+        var result: [TunnelPacket] = []
+        result.reserveCapacity(packets.count)
+        for (packet, number) in zip(packets, protocols) {
+            guard case .data(let bytes) = packet else {
+                throw error(.wrongType, .packets, "`packets` holds a \(packet.typeName), expected data")
+            }
+            guard case .integer(let protocolNumber) = number else {
+                throw error(.wrongType, .protocols, "`protocols` holds a \(number.typeName), expected an integer")
+            }
+            guard let narrowed = Int64(exactly: protocolNumber) else {
+                throw error(.invalidValue, .protocols, "protocol number \(protocolNumber) does not fit in 64 bits")
+            }
+            result.append(TunnelPacket(bytes: bytes, protocolNumber: narrowed))
+        }
+        return result
+    }
+
+    // MARK: Typed accessors: nil when absent, an error when of the wrong type
+
+    private func required<Value>(
+        _ key: TunnelMessageKey,
+        _ read: (TunnelMessageKey) throws(TunnelMessageDecodingError) -> Value?
+    ) throws(TunnelMessageDecodingError) -> Value {
+        guard let value = try read(key) else {
+            throw error(.missingKey, key, "`\(key.rawValue)` is missing")
+        }
+        return value
+    }
+
+    private func enumeration<Value: RawRepresentable>(
+        _ key: TunnelMessageKey,
+        _ type: Value.Type
+    ) throws(TunnelMessageDecodingError) -> Value? where Value.RawValue == Int {
+        guard let number = try integer(key) else { return nil }
+        guard let value = Int(exactly: number).flatMap(Value.init(rawValue:)) else {
+            throw error(.invalidValue, key, "`\(key.rawValue)` \(number) is not a known value")
+        }
+        return value
+    }
+
+    private func integer(_ key: TunnelMessageKey) throws(TunnelMessageDecodingError) -> Int128? {
+        try typed(key, .integer) { $0.integerValue }
+    }
+
+    private func string(_ key: TunnelMessageKey) throws(TunnelMessageDecodingError) -> String? {
+        try typed(key, .string) { $0.stringValue }
+    }
+
+    private func data(_ key: TunnelMessageKey) throws(TunnelMessageDecodingError) -> ByteBuffer? {
+        try typed(key, .data) { $0.dataValue }
+    }
+
+    private func array(_ key: TunnelMessageKey) throws(TunnelMessageDecodingError) -> [PropertyListValue]? {
+        try typed(key, .array) { $0.arrayValue }
+    }
+
+    private func dictionary(_ key: TunnelMessageKey) throws(TunnelMessageDecodingError) -> [String: PropertyListValue]? {
+        try typed(key, .dictionary) { $0.dictionaryValue }
+    }
+
+    private func typed<Value>(
+        _ key: TunnelMessageKey,
+        _ expected: PropertyListTypeName,
+        _ extract: (PropertyListValue) -> Value?
+    ) throws(TunnelMessageDecodingError) -> Value? {
+        guard let value = entries[key.rawValue] else { return nil }
+        guard let extracted = extract(value) else {
+            throw error(.wrongType, key, "`\(key.rawValue)` is a \(value.typeName), expected \(expected)")
+        }
+        return extracted
+    }
+
+    private func error(_ kind: TunnelMessageDecodingError.Kind, _ key: TunnelMessageKey, _ detail: String) -> TunnelMessageDecodingError {
+        TunnelMessageDecodingError(kind: kind, command: command, identifier: identifier, key: key.rawValue, detail: detail)
+    }
+}

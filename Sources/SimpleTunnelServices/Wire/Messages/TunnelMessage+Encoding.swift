@@ -1,0 +1,71 @@
+import NIOCore
+
+extension TunnelMessage {
+    /// The message as dictionary entries in a fixed order (identifier, command,
+    /// then the command's keys), ready for `BinaryPropertyListWriter`.
+    ///
+    /// Quirks kept for Apple's peers (PROTOCOL.md A2): a TCP `open` sends
+    /// `port` as a string, a UDP `data` sends it as an integer.
+    public var propertyListEntries: [(key: String, value: PropertyListValue)] {
+        var entries: [(key: String, value: PropertyListValue)] = [
+            (TunnelMessageKey.identifier.rawValue, PropertyListValue(identifier)),
+            (TunnelMessageKey.command.rawValue, PropertyListValue(command.rawValue)),
+        ]
+        func add(_ key: TunnelMessageKey, _ value: PropertyListValue) {
+            entries.append((key.rawValue, value))
+        }
+        switch self {
+        case .data(_, let payload, let endpoint):
+            add(.data, .data(payload))
+            if let endpoint {
+                add(.host, .string(endpoint.host))
+                add(.port, PropertyListValue(endpoint.port))
+            }
+        case .suspend, .resume:
+            break
+        case .close(_, let direction):
+            add(.closeDirection, PropertyListValue(direction.rawValue))
+        case .dns(_, let packet, let source):
+            add(.dnsPacket, .data(packet))
+            if let source {
+                add(.dnsPacketSource, .string(source))
+            }
+        case .open(_, let request):
+            switch request {
+            case .tcp(let endpoint):
+                add(.tunnelType, PropertyListValue(TunnelLayer.app.rawValue))
+                add(.appProxyFlowType, PropertyListValue(AppProxyFlowKind.tcp.rawValue))
+                add(.host, .string(endpoint.host))
+                add(.port, .string(String(endpoint.port)))
+            case .udp:
+                add(.tunnelType, PropertyListValue(TunnelLayer.app.rawValue))
+                add(.appProxyFlowType, PropertyListValue(AppProxyFlowKind.udp.rawValue))
+            case .ip:
+                add(.tunnelType, PropertyListValue(TunnelLayer.ip.rawValue))
+            }
+        case .openResult(_, let result, let configuration):
+            add(.resultCode, PropertyListValue(result.rawValue))
+            if let configuration {
+                add(.configuration, .dictionary(configuration))
+            }
+        case .packets(_, let packets):
+            add(.packets, .array(packets.map { .data($0.bytes) }))
+            add(.protocols, .array(packets.map { PropertyListValue($0.protocolNumber) }))
+        case .fetchConfiguration(_, let configuration):
+            if let configuration {
+                add(.configuration, .dictionary(configuration))
+            }
+        case .authenticate(let login, let password):
+            add(.login, .string(login))
+            add(.password, .string(password))
+        case .authenticateResult(let result):
+            add(.resultCode, PropertyListValue(result.rawValue))
+        }
+        return entries
+    }
+
+    /// The message as a property-list value (for tests and diagnostics).
+    public var propertyList: PropertyListValue {
+        .dictionary(Dictionary(propertyListEntries, uniquingKeysWith: { first, _ in first }))
+    }
+}

@@ -1,0 +1,42 @@
+import NIOCore
+
+/// One IP packet of a `packets` message with the protocol number sent beside it.
+public struct TunnelPacket: Sendable, Hashable {
+    /// `protocols` values as Apple's code writes them: Darwin's address families.
+    public enum ProtocolNumber {
+        public static let ipv4: Int64 = 2
+        /// Darwin's AF_INET6 (Linux's is 10): this is what Apple's peers send.
+        public static let ipv6: Int64 = 30
+    }
+
+    public enum IPVersion: Sendable, Hashable {
+        case v4, v6
+    }
+
+    public var bytes: ByteBuffer
+    /// As received: peers may send numbers we do not know, which is not an error.
+    public var protocolNumber: Int64
+
+    public init(bytes: ByteBuffer, protocolNumber: Int64) {
+        self.bytes = bytes
+        self.protocolNumber = protocolNumber
+    }
+
+    /// A packet to send, with the protocol number derived from its version nibble.
+    public init(bytes: ByteBuffer) {
+        self.bytes = bytes
+        self.protocolNumber = Self.ipVersion(of: bytes) == .v6 ? ProtocolNumber.ipv6 : ProtocolNumber.ipv4
+    }
+
+    /// The IP version from the packet's first nibble, which decides over
+    /// `protocolNumber` (PROTOCOL.md A2); nil when it is neither 4 nor 6.
+    public var ipVersion: IPVersion? { Self.ipVersion(of: bytes) }
+
+    static func ipVersion(of bytes: ByteBuffer) -> IPVersion? {
+        switch bytes.getInteger(at: bytes.readerIndex, as: UInt8.self).map({ $0 >> 4 }) {
+        case 4: return .v4
+        case 6: return .v6
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,85 @@
+// The protocol's vocabulary, named as in Apple's SimpleTunnel sample so that
+// iOS developers recognise it (PROTOCOL.md A2, A3, B2).
+
+/// The `command` of a message.
+public enum TunnelCommand: Int, Sendable, Hashable, CaseIterable {
+    case data = 1
+    case suspend = 2
+    case resume = 3
+    case close = 4
+    case dns = 5
+    case open = 6
+    case openResult = 7
+    case packets = 8
+    case fetchConfiguration = 9
+    case authenticate = 10
+    case authenticateResult = 11
+}
+
+/// The keys of a message dictionary.
+public enum TunnelMessageKey: String, Sendable, Hashable, CaseIterable {
+    case identifier = "identifier"
+    case command = "command"
+    case data = "data"
+    case closeDirection = "close-type"
+    case dnsPacket = "dns-packet"
+    case dnsPacketSource = "dns-packet-source"
+    case resultCode = "result-code"
+    case tunnelType = "tunnel-type"
+    case host = "host"
+    case port = "port"
+    case configuration = "configuration"
+    case packets = "packets"
+    case protocols = "protocols"
+    case appProxyFlowType = "app-proxy-flow-type"
+    case login = "login"
+    case password = "password"
+}
+
+/// `tunnel-type`: whether a logical connection carries app flows or IP packets.
+public enum TunnelLayer: Int, Sendable, Hashable, CaseIterable {
+    case app = 0
+    case ip = 1
+}
+
+/// `app-proxy-flow-type` of an app-layer connection.
+public enum AppProxyFlowKind: Int, Sendable, Hashable, CaseIterable {
+    case tcp = 1
+    case udp = 3
+}
+
+/// `close-type`: which direction of a logical connection to close.
+public enum TunnelConnectionCloseDirection: Int, Sendable, Hashable, CaseIterable {
+    case none = 1
+    case read = 2
+    case write = 3
+    case all = 4
+}
+
+/// `result-code` of `openResult` and `authenticateResult`.
+public enum TunnelConnectionOpenResult: Int, Sendable, Hashable, CaseIterable {
+    case success = 0
+    case invalidParameter = 1
+    case noSuchHost = 2
+    case refused = 3
+    case timeout = 4
+    case internalError = 5
+}
+
+/// A logical connection's identifier, chosen by the client. Apple's app proxy
+/// uses a hash, so any signed 64-bit value occurs, negative ones included.
+public typealias TunnelConnectionIdentifier = Int64
+
+/// Sizes fixed by the protocol.
+public enum TunnelWireLimits {
+    /// Largest frame, length prefix included (PROTOCOL.md A1).
+    public static let maximumFrameLength = 131_072
+    /// Smallest frame: the prefix and at least one payload byte.
+    public static let minimumFrameLength = 5
+    /// Bytes of the length prefix, which counts itself.
+    public static let lengthPrefixSize = 4
+    /// Packets a sender puts in one `packets` message (PROTOCOL.md A4).
+    public static let maximumPacketsPerMessage = 32
+    /// Longest host name accepted in `host`.
+    public static let maximumHostLength = 253
+}

@@ -1,0 +1,301 @@
+import NIOCore
+
+/// Reads Apple's binary property lists (`bplist00`) as any peer may write them:
+/// integers of 1, 2, 4, 8 and 16 bytes, object references and offsets of any
+/// width the trailer declares, ASCII and UTF-16 strings, data of any length,
+/// nested containers. `data` values are slices of the input, not copies.
+///
+/// Untrusted input: every offset and count is checked before use, nesting is
+/// limited, and the number of values produced is bounded by the input size so
+/// that shared references cannot expand a small frame into a huge tree.
+public enum BinaryPropertyListReader {
+    public static func read(_ buffer: ByteBuffer) throws -> PropertyListValue {
+        try buffer.withUnsafeReadableBytes { bytes in
+            var parser = try Parser(bytes: bytes, source: buffer)
+            return try parser.readTopObject()
+        }
+    }
+
+    /// True when the bytes start with the `bplist00` magic.
+    static func hasMagic(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let magic = BinaryPropertyListFormat.magic
+        guard bytes.count >= magic.count else { return false }
+        for index in 0..<magic.count where bytes[index] != magic[index] {
+            return false
+        }
+        return true
+    }
+}
+
+extension BinaryPropertyListReader {
+    fileprivate struct Parser {
+        let bytes: UnsafeRawBufferPointer
+        /// The buffer `bytes` points into, for slicing out `data` values.
+        let source: ByteBuffer
+        let offsetSize: Int
+        let referenceSize: Int
+        let objectCount: Int
+        let topObject: Int
+        let offsetTableStart: Int
+        /// Values still allowed to be produced; see the type's comment.
+        var valueBudget: Int
+        /// Objects being decoded, outermost first, to refuse reference cycles.
+        var openContainers: [Int] = []
+
+        init(bytes: UnsafeRawBufferPointer, source: ByteBuffer) throws {
+            let trailerLength = BinaryPropertyListFormat.trailerLength
+            let magicLength = BinaryPropertyListFormat.magic.count
+            guard BinaryPropertyListReader.hasMagic(bytes) else {
+                throw PropertyListError.unrecognizedFormat
+            }
+            guard bytes.count >= magicLength + 1 + trailerLength else {
+                throw PropertyListError.malformedBinary("\(bytes.count) bytes is too short to hold an object and the trailer")
+            }
+            let trailer = bytes.count - trailerLength
+            let offsetSize = Int(bytes[trailer + 6])
+            let referenceSize = Int(bytes[trailer + 7])
+            let objectCount = Self.bigEndianUnsigned(bytes, at: trailer + 8, width: 8)
+            let topObject = Self.bigEndianUnsigned(bytes, at: trailer + 16, width: 8)
+            let tableStart = Self.bigEndianUnsigned(bytes, at: trailer + 24, width: 8)
+
+            guard (1...8).contains(offsetSize), (1...8).contains(referenceSize) else {
+                throw PropertyListError.malformedBinary("trailer declares offset width \(offsetSize) and reference width \(referenceSize); each must be 1 to 8")
+            }
+            // Counts are compared as UInt64 so that huge values cannot overflow Int.
+            guard objectCount >= 1, objectCount <= UInt64(bytes.count) else {
+                throw PropertyListError.malformedBinary("trailer declares \(objectCount) objects in \(bytes.count) bytes")
+            }
+            guard topObject < objectCount else {
+                throw PropertyListError.malformedBinary("top object \(topObject) is not among the \(objectCount) objects")
+            }
+            guard tableStart >= UInt64(magicLength + 1), tableStart < UInt64(trailer) else {
+                throw PropertyListError.malformedBinary("offset table at \(tableStart) lies outside the objects")
+            }
+            guard Int(tableStart) + Int(objectCount) * offsetSize <= trailer else {
+                throw PropertyListError.malformedBinary("offset table of \(objectCount) entries overruns the trailer")
+            }
+            self.bytes = bytes
+            self.source = source
+            self.offsetSize = offsetSize
+            self.referenceSize = referenceSize
+            self.objectCount = Int(objectCount)
+            self.topObject = Int(topObject)
+            self.offsetTableStart = Int(tableStart)
+            self.valueBudget = bytes.count + 16
+        }
+
+        mutating func readTopObject() throws -> PropertyListValue {
+            try readObject(topObject)
+        }
+
+        // MARK: Objects
+
+        private func offset(ofObject index: Int) throws -> Int {
+            let offset = Self.bigEndianUnsigned(bytes, at: offsetTableStart + index * offsetSize, width: offsetSize)
+            guard offset >= UInt64(BinaryPropertyListFormat.magic.count), offset < UInt64(offsetTableStart) else {
+                throw PropertyListError.malformedBinary("object \(index) has offset \(offset), outside the object area")
+            }
+            return Int(offset)
+        }
+
+        private mutating func readObject(_ index: Int) throws -> PropertyListValue {
+            valueBudget -= 1
+            guard valueBudget >= 0 else {
+                throw PropertyListError.tooComplex("more values than the \(bytes.count)-byte document can hold without shared containers")
+            }
+            let start = try offset(ofObject: index)
+            let marker = bytes[start]
+            let low = marker & 0x0F
+            guard let kind = BinaryPropertyListFormat.Marker(rawValue: marker >> 4) else {
+                throw PropertyListError.malformedBinary("object \(index) has unknown marker 0x\(String(marker, radix: 16))")
+            }
+            switch kind {
+            case .singleton:
+                switch marker {
+                case BinaryPropertyListFormat.falseByte: return .boolean(false)
+                case BinaryPropertyListFormat.trueByte: return .boolean(true)
+                default:
+                    throw PropertyListError.malformedBinary("object \(index) is an unsupported singleton 0x\(String(marker, radix: 16))")
+                }
+            case .integer:
+                return .integer(try readInteger(at: start, index: index).value)
+            case .real:
+                return .real(try readReal(widthExponent: low, at: start + 1, index: index))
+            case .date:
+                guard low == 3 else {
+                    throw PropertyListError.malformedBinary("date object \(index) must be 8 bytes")
+                }
+                return .date(try readReal(widthExponent: 3, at: start + 1, index: index))
+            case .data:
+                let (count, body) = try readCount(low: low, at: start, index: index)
+                try requireBytes(count, at: body, index: index)
+                guard let slice = source.getSlice(at: source.readerIndex + body, length: count) else {
+                    throw PropertyListError.malformedBinary("data object \(index) overruns the document")
+                }
+                return .data(slice)
+            case .asciiString:
+                let (count, body) = try readCount(low: low, at: start, index: index)
+                try requireBytes(count, at: body, index: index)
+                let text = UnsafeRawBufferPointer(rebasing: bytes[body..<(body + count)])
+                guard !text.contains(where: { $0 >= 0x80 }) else {
+                    throw PropertyListError.malformedBinary("ASCII string object \(index) holds a non-ASCII byte")
+                }
+                return .string(String(decoding: text, as: UTF8.self))
+            case .utf16String:
+                let (count, body) = try readCount(low: low, at: start, index: index)
+                let (byteCount, overflow) = count.multipliedReportingOverflow(by: 2)
+                guard !overflow else {
+                    throw PropertyListError.malformedBinary("UTF-16 string object \(index) is too long")
+                }
+                try requireBytes(byteCount, at: body, index: index)
+                let raw = bytes
+                let units = (0..<count).lazy.map { unit in
+                    UInt16(raw[body + 2 * unit]) << 8 | UInt16(raw[body + 2 * unit + 1])
+                }
+                return .string(String(decoding: units, as: UTF16.self))
+            case .uid:
+                let width = Int(low) + 1
+                guard width <= 8 else {
+                    throw PropertyListError.malformedBinary("UID object \(index) is \(width) bytes; at most 8 are supported")
+                }
+                try requireBytes(width, at: start + 1, index: index)
+                return .uid(Self.bigEndianUnsigned(bytes, at: start + 1, width: width))
+            case .array, .set:
+                let (count, body) = try readCount(low: low, at: start, index: index)
+                return .array(try readContainer(index) { parser in
+                    try parser.requireReferences(count, at: body, index: index)
+                    var elements: [PropertyListValue] = []
+                    elements.reserveCapacity(count)
+                    for position in 0..<count {
+                        let element = try parser.reference(at: body + position * parser.referenceSize)
+                        elements.append(try parser.readObject(element))
+                    }
+                    return elements
+                })
+            case .dictionary:
+                let (count, body) = try readCount(low: low, at: start, index: index)
+                return .dictionary(try readContainer(index) { parser in
+                    let (referenceCount, overflow) = count.multipliedReportingOverflow(by: 2)
+                    guard !overflow else {
+                        throw PropertyListError.malformedBinary("dictionary object \(index) is too large")
+                    }
+                    try parser.requireReferences(referenceCount, at: body, index: index)
+                    var entries: [String: PropertyListValue] = [:]
+                    entries.reserveCapacity(count)
+                    let valuesStart = body + count * parser.referenceSize
+                    for position in 0..<count {
+                        let keyObject = try parser.reference(at: body + position * parser.referenceSize)
+                        guard case .string(let key) = try parser.readObject(keyObject) else {
+                            throw PropertyListError.malformedBinary("dictionary object \(index) has a key that is not a string")
+                        }
+                        let valueObject = try parser.reference(at: valuesStart + position * parser.referenceSize)
+                        entries[key] = try parser.readObject(valueObject)
+                    }
+                    return entries
+                })
+            }
+        }
+
+        /// Runs `body` for a container object, refusing cycles and excessive depth.
+        private mutating func readContainer<Result>(
+            _ index: Int,
+            _ body: (inout Parser) throws -> Result
+        ) throws -> Result {
+            guard openContainers.count < BinaryPropertyListFormat.maximumDepth else {
+                throw PropertyListError.tooComplex("containers nest deeper than \(BinaryPropertyListFormat.maximumDepth) levels")
+            }
+            guard !openContainers.contains(index) else {
+                throw PropertyListError.malformedBinary("object \(index) contains itself")
+            }
+            openContainers.append(index)
+            defer { openContainers.removeLast() }
+            return try body(&self)
+        }
+
+        // MARK: Fields
+
+        /// Reads an integer object at `start`; returns its value and the offset after it.
+        private func readInteger(at start: Int, index: Int) throws -> (value: Int128, end: Int) {
+            let marker = bytes[start]
+            guard marker >> 4 == BinaryPropertyListFormat.Marker.integer.rawValue else {
+                throw PropertyListError.malformedBinary("object \(index): expected an integer, found marker 0x\(String(marker, radix: 16))")
+            }
+            let exponent = marker & 0x0F
+            guard exponent <= 4 else {
+                throw PropertyListError.malformedBinary("object \(index): integer of 2^\(exponent) bytes is not supported")
+            }
+            let width = 1 << Int(exponent)
+            try requireBytes(width, at: start + 1, index: index)
+            let value: Int128
+            switch width {
+            case 1, 2, 4:
+                value = Int128(Self.bigEndianUnsigned(bytes, at: start + 1, width: width))
+            case 8:
+                value = Int128(Int64(bitPattern: Self.bigEndianUnsigned(bytes, at: start + 1, width: 8)))
+            default:
+                let high = Int64(bitPattern: Self.bigEndianUnsigned(bytes, at: start + 1, width: 8))
+                let low = Self.bigEndianUnsigned(bytes, at: start + 9, width: 8)
+                value = Int128(high) << 64 | Int128(low)
+            }
+            return (value, start + 1 + width)
+        }
+
+        private func readReal(widthExponent: UInt8, at body: Int, index: Int) throws -> Double {
+            switch widthExponent {
+            case 2:
+                try requireBytes(4, at: body, index: index)
+                return Double(Float(bitPattern: UInt32(Self.bigEndianUnsigned(bytes, at: body, width: 4))))
+            case 3:
+                try requireBytes(8, at: body, index: index)
+                return Double(bitPattern: Self.bigEndianUnsigned(bytes, at: body, width: 8))
+            default:
+                throw PropertyListError.malformedBinary("object \(index): real of 2^\(widthExponent) bytes is not supported")
+            }
+        }
+
+        /// The element count in a marker's low nibble, or in the integer object
+        /// that follows it; returns the count and where the body starts.
+        private func readCount(low: UInt8, at start: Int, index: Int) throws -> (count: Int, body: Int) {
+            guard low == BinaryPropertyListFormat.extendedCount else {
+                return (Int(low), start + 1)
+            }
+            try requireBytes(1, at: start + 1, index: index)
+            let (value, end) = try readInteger(at: start + 1, index: index)
+            guard value >= 0, value <= Int128(bytes.count) else {
+                throw PropertyListError.malformedBinary("object \(index) declares \(value) elements")
+            }
+            return (Int(value), end)
+        }
+
+        private func reference(at position: Int) throws -> Int {
+            let object = Self.bigEndianUnsigned(bytes, at: position, width: referenceSize)
+            guard object < UInt64(objectCount) else {
+                throw PropertyListError.malformedBinary("reference to object \(object), but there are \(objectCount)")
+            }
+            return Int(object)
+        }
+
+        private func requireReferences(_ count: Int, at position: Int, index: Int) throws {
+            let (length, overflow) = count.multipliedReportingOverflow(by: referenceSize)
+            guard !overflow else {
+                throw PropertyListError.malformedBinary("object \(index) has too many references")
+            }
+            try requireBytes(length, at: position, index: index)
+        }
+
+        /// Objects must lie before the offset table.
+        private func requireBytes(_ count: Int, at position: Int, index: Int) throws {
+            guard count >= 0, position <= offsetTableStart, count <= offsetTableStart - position else {
+                throw PropertyListError.malformedBinary("object \(index) overruns the object area")
+            }
+        }
+
+        static func bigEndianUnsigned(_ bytes: UnsafeRawBufferPointer, at position: Int, width: Int) -> UInt64 {
+            var value: UInt64 = 0
+            for offset in 0..<width {
+                value = value << 8 | UInt64(bytes[position + offset])
+            }
+            return value
+        }
+    }
+}
