@@ -1,6 +1,0 @@
-import Testing
-@testable import SimpleTunnelServices
-
-@Test func packageBuilds() {
-    #expect(Bool(true))
-}
