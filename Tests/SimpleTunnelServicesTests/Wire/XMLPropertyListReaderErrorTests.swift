@@ -11,6 +11,8 @@ struct XMLPropertyListReaderErrorTests {
         ("only whitespace", "  \n"),
         ("no plist root", "<?xml version=\"1.0\"?>\n<dict/>"),
         ("truncated document", String(plistDocument("<dict><key>a</key><string>b</string></dict>").dropLast(12))),
+        ("missing </plist>", "<plist><dict/>\n"),
+        ("truncated after a key", "<plist><dict><key>a</key>"),
         ("truncated inside text", "<plist><string>abc"),
         ("truncated inside a tag", "<plist><string"),
         ("unterminated comment", "<plist><!-- <string/></plist>"),
@@ -102,6 +104,15 @@ struct XMLPropertyListReaderErrorTests {
         let duplicate = "<plist><dict>\n<key>a</key><true/>\n<key>a</key><true/></dict></plist>"
         let duplicateError = try #require(throws: PropertyListError.self) { try readXML(duplicate) }
         #expect(duplicateError.description.contains("duplicate key \"a\" at line 3"))
+
+        let truncated = try #require(throws: PropertyListError.self) { try readXML("<plist>\n  <array>\n<true/>") }
+        #expect(truncated == .malformedXML("document ended inside <array> (opened at line 2, column 3) at line 3, column 8"))
+
+        let longKey = String(repeating: "k", count: 10_000)
+        let longError = try #require(throws: PropertyListError.self) {
+            try readBody("<dict><key>\(longKey)</key></dict>")
+        }
+        #expect(longError.description.count < 200)
 
         let badInteger = try #require(throws: PropertyListError.self) { try readBody("<integer>12a</integer>") }
         #expect(badInteger.description.contains("invalid <integer> \"12a\""))

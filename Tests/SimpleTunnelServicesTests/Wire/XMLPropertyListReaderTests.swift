@@ -51,6 +51,8 @@ struct XMLPropertyListReaderValueTests {
     @Test func stringTextIsKeptExactly() throws {
         #expect(try readBody("<string>  two\n lines\t</string>") == .string("  two\n lines\t"))
         #expect(try readBody("<string>grüße 😀</string>") == .string("grüße 😀"))
+        // XML line-end normalisation; a character reference keeps a literal CR.
+        #expect(try readBody("<string>a\r\nb\rc&#13;</string>") == .string("a\nb\nc\r"))
     }
 
     @Test func entitiesAndCharacterReferences() throws {

@@ -53,9 +53,9 @@ struct XMLPropertyListParser {
         guard root.element == .plist else { throw scanner.malformed("expected <plist>, found \(root.display)", at: root.start) }
         guard root.kind == .open else { throw scanner.malformed("\(root.display) contains no value", at: root.start) }
 
-        let value = try parseValue()
+        let value = try parseValue(insidePlistOpenedAt: root.start)
 
-        let end = try nextTag(inside: "<plist>")
+        let end = try nextTag(inside: "<plist>", openedAt: root.start)
         guard end.kind == .close, end.element == .plist else {
             throw scanner.malformed("expected </plist> after the single root value, found \(end.display)", at: end.start)
         }
@@ -66,19 +66,21 @@ struct XMLPropertyListParser {
 
     /// Skips whitespace and comments, then reads a tag; stray text or the end of the
     /// document there is an error.
-    private mutating func nextTag(inside context: String) throws -> XMLTag {
+    private mutating func nextTag(inside context: String, openedAt start: Int) throws -> XMLTag {
         try scanner.skipWhitespaceAndComments()
-        guard let byte = scanner.peek() else { throw scanner.malformed("document ended inside \(context)") }
+        guard let byte = scanner.peek() else {
+            throw scanner.malformed("document ended inside \(context) (opened at \(scanner.location(of: start)))")
+        }
         guard byte == ASCII.lessThan else { throw scanner.malformed("unexpected text inside \(context)") }
         return try scanner.readTag()
     }
 
     /// Reads one value, however deeply nested, without recursion.
-    private mutating func parseValue() throws -> PropertyListValue {
+    private mutating func parseValue(insidePlistOpenedAt plistStart: Int) throws -> PropertyListValue {
         var open: [OpenContainer] = []
         while true {
             let context = open.last.map { "<\($0.element.rawValue)>" } ?? "<plist>"
-            let tag = try nextTag(inside: context)
+            let tag = try nextTag(inside: context, openedAt: open.last?.openedAt ?? plistStart)
             let completed: PropertyListValue
 
             if tag.kind == .close {
@@ -86,7 +88,7 @@ struct XMLPropertyListParser {
                     throw scanner.malformed("unexpected \(tag.display) inside \(context)", at: tag.start)
                 }
                 if let key = top.pendingKey {
-                    throw scanner.malformed("key \"\(key)\" has no value before \(tag.display)", at: tag.start)
+                    throw scanner.malformed("key \(XMLScanner.quoted(key.utf8)) has no value before \(tag.display)", at: tag.start)
                 }
                 let finished = open.removeLast()
                 completed = finished.element == .dict ? .dictionary(finished.entries) : .array(finished.items)
@@ -101,7 +103,7 @@ struct XMLPropertyListParser {
                     }
                     let key = try readString(tag, element: .key)
                     guard open[top].entries[key] == nil else {
-                        throw scanner.malformed("duplicate key \"\(key)\"", at: tag.start)
+                        throw scanner.malformed("duplicate key \(XMLScanner.quoted(key.utf8))", at: tag.start)
                     }
                     open[top].pendingKey = key
                     continue
@@ -179,8 +181,8 @@ struct XMLPropertyListParser {
             value = nil  // handled by the caller; unreachable
         }
         guard let value else {
-            let shown = String(decoding: XMLPropertyListScalars.trimmed(text).prefix(40), as: UTF8.self)
-            throw scanner.malformed("invalid <\(element.rawValue)> \"\(shown)\"", at: tag.start)
+            let shown = XMLScanner.quoted(XMLPropertyListScalars.trimmed(text))
+            throw scanner.malformed("invalid <\(element.rawValue)> \(shown)", at: tag.start)
         }
         return value
     }

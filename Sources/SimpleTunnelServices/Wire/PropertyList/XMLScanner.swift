@@ -74,6 +74,12 @@ struct XMLScanner {
         .malformedXML("\(what) at \(location(of: position ?? offset))")
     }
 
+    /// Input echoed in a message, quoted and capped so a huge key cannot bloat the error.
+    static func quoted(_ text: some Collection<UInt8>) -> String {
+        let shown = String(decoding: text.prefix(40), as: UTF8.self)
+        return "\"\(shown)\(text.count > 40 ? "…" : "")\""
+    }
+
     // MARK: Literals and whitespace
 
     func hasPrefix(_ literal: StaticString) -> Bool {
@@ -247,6 +253,11 @@ struct XMLScanner {
             let byte = bytes[offset]
             if byte == ASCII.ampersand {
                 try appendReference(to: &text)
+            } else if byte == ASCII.carriageReturn {
+                // XML reads CR LF and lone CR as LF, so a file saved on Windows reads the same.
+                text.append(ASCII.newline)
+                offset += 1
+                if peek() == ASCII.newline { offset += 1 }
             } else if byte != ASCII.lessThan {
                 text.append(byte)
                 offset += 1
