@@ -46,7 +46,7 @@ struct XMLPropertyListParser {
 
     mutating func parseDocument() throws -> PropertyListValue {
         try scanner.skipProlog()
-        guard scanner.peek() == ASCII.lessThan else {
+        guard scanner.peek() == XMLByte.lessThan else {
             throw scanner.malformed(scanner.isAtEnd ? "no <plist> element" : "expected <plist>")
         }
         let root = try scanner.readTag()
@@ -71,7 +71,7 @@ struct XMLPropertyListParser {
         guard let byte = scanner.peek() else {
             throw scanner.malformed("document ended inside \(context) (opened at \(scanner.location(of: start)))")
         }
-        guard byte == ASCII.lessThan else { throw scanner.malformed("unexpected text inside \(context)") }
+        guard byte == XMLByte.lessThan else { throw scanner.malformed("unexpected text inside \(context)") }
         return try scanner.readTag()
     }
 
@@ -168,7 +168,7 @@ struct XMLPropertyListParser {
         let value: PropertyListValue?
         switch element {
         case .true, .false:
-            value = text.allSatisfy(ASCII.isWhitespace) ? .boolean(element == .true) : nil
+            value = text.allSatisfy(XMLByte.isWhitespace) ? .boolean(element == .true) : nil
         case .integer:
             value = XMLPropertyListScalars.integer(text).map { .integer($0) }
         case .real:

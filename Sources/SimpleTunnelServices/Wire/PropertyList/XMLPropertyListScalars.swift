@@ -8,8 +8,8 @@ enum XMLPropertyListScalars {
 
     static func trimmed(_ text: [UInt8]) -> Text {
         var slice = text[...]
-        while let first = slice.first, ASCII.isWhitespace(first) { slice.removeFirst() }
-        while let last = slice.last, ASCII.isWhitespace(last) { slice.removeLast() }
+        while let first = slice.first, XMLByte.isWhitespace(first) { slice.removeFirst() }
+        while let last = slice.last, XMLByte.isWhitespace(last) { slice.removeLast() }
         return slice
     }
 
@@ -20,13 +20,13 @@ enum XMLPropertyListScalars {
     static func integer(_ text: [UInt8]) -> Int128? {
         var digits = trimmed(text)
         var negative = false
-        if let sign = digits.first, sign == ASCII.plus || sign == ASCII.minus {
-            negative = sign == ASCII.minus
+        if let sign = digits.first, sign == XMLByte.plus || sign == XMLByte.minus {
+            negative = sign == XMLByte.minus
             digits.removeFirst()
         }
         var radix: UInt32 = 10
-        if digits.count > 2, digits.first == ASCII.zero,
-           ASCII.lowercased(digits[digits.startIndex + 1]) == ASCII.lowerX {
+        if digits.count > 2, digits.first == XMLByte.zero,
+           XMLByte.lowercased(digits[digits.startIndex + 1]) == XMLByte.lowerX {
             radix = 16
             digits.removeFirst(2)
         }
@@ -34,7 +34,7 @@ enum XMLPropertyListScalars {
 
         var magnitude: UInt128 = 0
         for byte in digits {
-            guard let digit = ASCII.digitValue(byte, radix: radix) else { return nil }
+            guard let digit = XMLByte.digitValue(byte, radix: radix) else { return nil }
             let (shifted, overflowA) = magnitude.multipliedReportingOverflow(by: UInt128(radix))
             let (sum, overflowB) = shifted.addingReportingOverflow(UInt128(digit))
             guard !overflowA, !overflowB else { return nil }
@@ -65,11 +65,11 @@ enum XMLPropertyListScalars {
     private static func specialReal(_ body: Text) -> Double? {
         var word = body
         var sign: Double = 1
-        if let first = word.first, first == ASCII.plus || first == ASCII.minus {
-            sign = first == ASCII.minus ? -1 : 1
+        if let first = word.first, first == XMLByte.plus || first == XMLByte.minus {
+            sign = first == XMLByte.minus ? -1 : 1
             word.removeFirst()
         }
-        let lower = word.lazy.map(ASCII.lowercased)
+        let lower = word.lazy.map(XMLByte.lowercased)
         if lower.elementsEqual("nan".utf8) { return .nan }
         if lower.elementsEqual("inf".utf8) || lower.elementsEqual("infinity".utf8) { return sign * .infinity }
         return nil
@@ -82,16 +82,16 @@ enum XMLPropertyListScalars {
             while index < body.endIndex, (0x30...0x39).contains(body[index]) { index += 1 }
             return index - start
         }
-        if body[index] == ASCII.plus || body[index] == ASCII.minus { index += 1 }
+        if body[index] == XMLByte.plus || body[index] == XMLByte.minus { index += 1 }
         var mantissaDigits = skipDigits()
-        if index < body.endIndex, body[index] == ASCII.dot {
+        if index < body.endIndex, body[index] == XMLByte.dot {
             index += 1
             mantissaDigits += skipDigits()
         }
         guard mantissaDigits > 0 else { return false }
         if index < body.endIndex, body[index] == 0x65 || body[index] == 0x45 {  // e E
             index += 1
-            if index < body.endIndex, body[index] == ASCII.plus || body[index] == ASCII.minus { index += 1 }
+            if index < body.endIndex, body[index] == XMLByte.plus || body[index] == XMLByte.minus { index += 1 }
             guard skipDigits() > 0 else { return false }
         }
         return index == body.endIndex
@@ -103,8 +103,8 @@ enum XMLPropertyListScalars {
     static func date(_ text: [UInt8]) -> Double? {
         let body = Array(trimmed(text))
         guard body.count == 20,
-              body[4] == ASCII.minus, body[7] == ASCII.minus, body[10] == 0x54,  // T
-              body[13] == ASCII.colon, body[16] == ASCII.colon, body[19] == 0x5A,  // Z
+              body[4] == XMLByte.minus, body[7] == XMLByte.minus, body[10] == 0x54,  // T
+              body[13] == XMLByte.colon, body[16] == XMLByte.colon, body[19] == 0x5A,  // Z
               let year = decimal(body[0..<4]), let month = decimal(body[5..<7]),
               let day = decimal(body[8..<10]), let hour = decimal(body[11..<13]),
               let minute = decimal(body[14..<16]), let second = decimal(body[17..<19]),
@@ -157,8 +157,8 @@ enum XMLPropertyListScalars {
         var pending = 0  // sextets in `accumulator`
         var padding = 0
         for byte in text {
-            if ASCII.isWhitespace(byte) { continue }
-            if byte == ASCII.equals {
+            if XMLByte.isWhitespace(byte) { continue }
+            if byte == XMLByte.equals {
                 padding += 1
                 continue
             }

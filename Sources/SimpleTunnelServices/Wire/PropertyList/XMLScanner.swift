@@ -1,38 +1,3 @@
-/// The elements of Apple's property-list DTD, the only ones we accept.
-enum XMLElementName: String, CaseIterable, Sendable {
-    case plist, dict, array, key, string, integer, real, `true`, `false`, data, date
-
-    init?(_ name: Slice<UnsafeRawBufferPointer>) {
-        // Eleven short names: a linear search compares a few bytes and allocates nothing.
-        guard let match = Self.allCases.first(where: { $0.rawValue.utf8.elementsEqual(name) }) else {
-            return nil
-        }
-        self = match
-    }
-}
-
-/// One tag as read from the document; attributes are checked for syntax and dropped,
-/// since no plist element gives them a meaning we need.
-struct XMLTag {
-    enum Kind { case open, close, selfClosing }
-
-    let kind: Kind
-    /// Byte offset of the tag's `<`, for error messages.
-    let start: Int
-    /// `nil` for a name outside the property-list DTD.
-    let element: XMLElementName?
-    /// The name as written, for error messages only.
-    let spelledName: String
-
-    var display: String {
-        switch kind {
-        case .open: return "<\(spelledName)>"
-        case .close: return "</\(spelledName)>"
-        case .selfClosing: return "<\(spelledName)/>"
-        }
-    }
-}
-
 /// A forward-only cursor over the raw bytes of an XML document.
 ///
 /// It understands just the XML that property lists use: prolog, comments, tags with
@@ -61,7 +26,7 @@ struct XMLScanner {
         var index = 0
         let limit = min(position, bytes.count)
         while index < limit {
-            if bytes[index] == ASCII.newline {
+            if bytes[index] == XMLByte.newline {
                 line += 1
                 lineStart = index + 1
             }
@@ -112,7 +77,7 @@ struct XMLScanner {
     @discardableResult
     mutating func skipWhitespace() -> Bool {
         let start = offset
-        while offset < bytes.count, ASCII.isWhitespace(bytes[offset]) { offset += 1 }
+        while offset < bytes.count, XMLByte.isWhitespace(bytes[offset]) { offset += 1 }
         return offset > start
     }
 
@@ -120,7 +85,7 @@ struct XMLScanner {
     /// the caller then judges (a tag, stray text, or the end).
     mutating func skipWhitespaceAndComments() throws {
         while offset < bytes.count {
-            if ASCII.isWhitespace(bytes[offset]) {
+            if XMLByte.isWhitespace(bytes[offset]) {
                 offset += 1
             } else if hasPrefix("<!--") {
                 try skipComment()
@@ -167,13 +132,13 @@ struct XMLScanner {
             offset += 1
             if let open = quote {
                 if byte == open { quote = nil }
-            } else if byte == ASCII.doubleQuote || byte == ASCII.singleQuote {
+            } else if byte == XMLByte.doubleQuote || byte == XMLByte.singleQuote {
                 quote = byte
-            } else if byte == ASCII.openBracket {
+            } else if byte == XMLByte.openBracket {
                 subsetDepth += 1
-            } else if byte == ASCII.closeBracket {
+            } else if byte == XMLByte.closeBracket {
                 subsetDepth = max(0, subsetDepth - 1)
-            } else if byte == ASCII.greaterThan && subsetDepth == 0 {
+            } else if byte == XMLByte.greaterThan && subsetDepth == 0 {
                 return
             }
         }
@@ -188,7 +153,7 @@ struct XMLScanner {
         offset += 1  // "<"
         let isClose = skip("/")
         let nameStart = offset
-        while offset < bytes.count, ASCII.isNameByte(bytes[offset]) { offset += 1 }
+        while offset < bytes.count, XMLByte.isNameByte(bytes[offset]) { offset += 1 }
         guard offset > nameStart else {
             throw malformed("expected an element name after '<'", at: start)
         }
@@ -223,18 +188,18 @@ struct XMLScanner {
     /// `name = "value"` or `name = 'value'`.
     private mutating func skipAttribute(in tagName: String) throws {
         let nameStart = offset
-        while offset < bytes.count, ASCII.isNameByte(bytes[offset]) { offset += 1 }
+        while offset < bytes.count, XMLByte.isNameByte(bytes[offset]) { offset += 1 }
         guard offset > nameStart else { throw malformed("expected an attribute name in tag <\(tagName)") }
         skipWhitespace()
         guard skip("=") else { throw malformed("expected '=' after attribute name in tag <\(tagName)") }
         skipWhitespace()
-        guard let quote = peek(), quote == ASCII.doubleQuote || quote == ASCII.singleQuote else {
+        guard let quote = peek(), quote == XMLByte.doubleQuote || quote == XMLByte.singleQuote else {
             throw malformed("expected a quoted attribute value in tag <\(tagName)")
         }
         let valueStart = offset
         offset += 1
         while offset < bytes.count, bytes[offset] != quote {
-            guard bytes[offset] != ASCII.lessThan else {
+            guard bytes[offset] != XMLByte.lessThan else {
                 throw malformed("'<' inside an attribute value in tag <\(tagName)")
             }
             offset += 1
@@ -251,14 +216,14 @@ struct XMLScanner {
     mutating func readText(into text: inout [UInt8], of element: XMLElementName, openedAt start: Int) throws {
         while offset < bytes.count {
             let byte = bytes[offset]
-            if byte == ASCII.ampersand {
+            if byte == XMLByte.ampersand {
                 try appendReference(to: &text)
-            } else if byte == ASCII.carriageReturn {
+            } else if byte == XMLByte.carriageReturn {
                 // XML reads CR LF and lone CR as LF, so a file saved on Windows reads the same.
-                text.append(ASCII.newline)
+                text.append(XMLByte.newline)
                 offset += 1
-                if peek() == ASCII.newline { offset += 1 }
-            } else if byte != ASCII.lessThan {
+                if peek() == XMLByte.newline { offset += 1 }
+            } else if byte != XMLByte.lessThan {
                 text.append(byte)
                 offset += 1
             } else if hasPrefix("</") {
@@ -284,21 +249,21 @@ struct XMLScanner {
         offset += 1  // "&"
         let nameStart = offset
         // The longest valid reference is "&#x10FFFF;"; allow leading zeros but stay bounded.
-        while offset < bytes.count, bytes[offset] != ASCII.semicolon, offset - nameStart < 16 {
+        while offset < bytes.count, bytes[offset] != XMLByte.semicolon, offset - nameStart < 16 {
             offset += 1
         }
-        guard offset < bytes.count, bytes[offset] == ASCII.semicolon else {
+        guard offset < bytes.count, bytes[offset] == XMLByte.semicolon else {
             throw malformed("unterminated or overlong entity reference", at: start)
         }
         let name = bytes[nameStart..<offset]
         offset += 1  // ";"
 
         switch true {
-        case "amp".utf8.elementsEqual(name): text.append(ASCII.ampersand)
-        case "lt".utf8.elementsEqual(name): text.append(ASCII.lessThan)
-        case "gt".utf8.elementsEqual(name): text.append(ASCII.greaterThan)
-        case "quot".utf8.elementsEqual(name): text.append(ASCII.doubleQuote)
-        case "apos".utf8.elementsEqual(name): text.append(ASCII.singleQuote)
+        case "amp".utf8.elementsEqual(name): text.append(XMLByte.ampersand)
+        case "lt".utf8.elementsEqual(name): text.append(XMLByte.lessThan)
+        case "gt".utf8.elementsEqual(name): text.append(XMLByte.greaterThan)
+        case "quot".utf8.elementsEqual(name): text.append(XMLByte.doubleQuote)
+        case "apos".utf8.elementsEqual(name): text.append(XMLByte.singleQuote)
         default:
             guard let scalar = Self.characterReference(name) else {
                 throw malformed("unknown entity or invalid character reference &\(String(decoding: name, as: UTF8.self));", at: start)
@@ -310,72 +275,21 @@ struct XMLScanner {
     /// The scalar named by `#123` or `#x7B`; nil for malformed digits, NUL, surrogates
     /// and values beyond U+10FFFF.
     private static func characterReference(_ name: Slice<UnsafeRawBufferPointer>) -> Unicode.Scalar? {
-        guard name.first == ASCII.hash else { return nil }
+        guard name.first == XMLByte.hash else { return nil }
         var digits = name.dropFirst()
         var radix: UInt32 = 10
-        if digits.first == ASCII.lowerX {
+        if digits.first == XMLByte.lowerX {
             radix = 16
             digits = digits.dropFirst()
         }
         guard !digits.isEmpty else { return nil }
         var value: UInt32 = 0
         for byte in digits {
-            guard let digit = ASCII.digitValue(byte, radix: radix) else { return nil }
+            guard let digit = XMLByte.digitValue(byte, radix: radix) else { return nil }
             value = value * radix + digit
             guard value <= 0x10FFFF else { return nil }
         }
         guard value != 0 else { return nil }
         return Unicode.Scalar(value)
-    }
-}
-
-/// Byte constants and classes, so the scanner never builds a String per character.
-enum ASCII {
-    static let tab: UInt8 = 0x09
-    static let newline: UInt8 = 0x0A
-    static let carriageReturn: UInt8 = 0x0D
-    static let space: UInt8 = 0x20
-    static let doubleQuote: UInt8 = 0x22
-    static let hash: UInt8 = 0x23
-    static let ampersand: UInt8 = 0x26
-    static let singleQuote: UInt8 = 0x27
-    static let plus: UInt8 = 0x2B
-    static let minus: UInt8 = 0x2D
-    static let dot: UInt8 = 0x2E
-    static let zero: UInt8 = 0x30
-    static let colon: UInt8 = 0x3A
-    static let semicolon: UInt8 = 0x3B
-    static let lessThan: UInt8 = 0x3C
-    static let equals: UInt8 = 0x3D
-    static let greaterThan: UInt8 = 0x3E
-    static let openBracket: UInt8 = 0x5B
-    static let closeBracket: UInt8 = 0x5D
-    static let lowerX: UInt8 = 0x78
-
-    static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == space || byte == newline || byte == tab || byte == carriageReturn
-    }
-
-    /// Letters, digits, `_ : - .` and any non-ASCII byte (names may be UTF-8).
-    static func isNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x5F, 0x3A, 0x2D, 0x2E, 0x80...0xFF: return true
-        default: return false
-        }
-    }
-
-    static func digitValue(_ byte: UInt8, radix: UInt32) -> UInt32? {
-        let value: UInt32
-        switch byte {
-        case 0x30...0x39: value = UInt32(byte - 0x30)
-        case 0x41...0x46: value = UInt32(byte - 0x41 + 10)
-        case 0x61...0x66: value = UInt32(byte - 0x61 + 10)
-        default: return nil
-        }
-        return value < radix ? value : nil
-    }
-
-    static func lowercased(_ byte: UInt8) -> UInt8 {
-        (0x41...0x5A).contains(byte) ? byte + 0x20 : byte
     }
 }
