@@ -1,25 +1,26 @@
-/// Why bytes could not be read as a property list. Every case ends the tunnel
-/// that sent them (PROTOCOL.md B5); the message says what was wrong and where.
+/// Why bytes could not be read as a property list. On the wire every case ends
+/// the tunnel that sent them (PROTOCOL.md B5); in a configuration file the
+/// message says what to fix. The associated strings say what was wrong and where.
 public enum PropertyListError: Error, Hashable, CustomStringConvertible {
-    /// Neither `bplist00` nor an XML property list.
+    /// Neither a binary (`bplist00`) nor an XML property list.
     case unrecognizedFormat
-    /// A `bplist00` document whose structure is broken; the string says how.
+    /// A `bplist00` document whose structure is broken.
     case malformedBinary(String)
-    /// An XML property list that does not parse; the string says what and where.
+    /// XML that is not a well-formed property list.
     case malformedXML(String)
-    /// Nesting deeper, or sharing more, than any real message needs.
+    /// Beyond a limit we impose to stay bounded (nesting depth, shared references).
     case tooComplex(String)
 
     public var description: String {
         switch self {
         case .unrecognizedFormat:
-            return "not a property list: expected a binary (bplist00) or XML property list"
-        case .malformedBinary(let reason):
-            return "binary property list is malformed: \(reason)"
-        case .malformedXML(let reason):
-            return "XML property list is malformed: \(reason)"
-        case .tooComplex(let reason):
-            return "property list is too complex: \(reason)"
+            return "not a property list (neither XML nor binary)"
+        case .malformedBinary(let detail):
+            return "binary property list: \(detail)"
+        case .malformedXML(let detail):
+            return "XML property list: \(detail)"
+        case .tooComplex(let detail):
+            return "property list too complex: \(detail)"
         }
     }
 }
