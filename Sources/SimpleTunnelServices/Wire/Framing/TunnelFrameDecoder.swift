@@ -29,7 +29,7 @@ public struct TunnelFrameDecoder: ByteToMessageDecoder {
 
     /// The next whole frame's payload, consuming it; nil (consuming nothing)
     /// while the frame is incomplete.
-    static func nextPayload(from buffer: inout ByteBuffer) throws(TunnelWireError) -> ByteBuffer? {
+    public static func nextPayload(from buffer: inout ByteBuffer) throws(TunnelWireError) -> ByteBuffer? {
         let length: Int?
         do {
             length = try TunnelFrame.frameLength(in: buffer)
