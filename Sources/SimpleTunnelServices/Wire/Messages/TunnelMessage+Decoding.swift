@@ -96,9 +96,11 @@ private struct MessageFields {
         case .authenticate:
             return .authenticate(login: try required(.login, string), password: try required(.password, string))
         case .authenticateResult:
-            return .authenticateResult(
-                try required(.resultCode) { key throws(TunnelMessageDecodingError) in try enumeration(key, TunnelConnectionOpenResult.self) }
-            )
+            let result = try required(.resultCode) { key throws(TunnelMessageDecodingError) in try enumeration(key, TunnelConnectionOpenResult.self) }
+            guard result == .success || result == .refused else {
+                throw error(.invalidValue, .resultCode, "authenticateResult carries 0 (accepted) or 3 (refused), not \(result.rawValue)")
+            }
+            return .authenticateResult(result)
         }
     }
 
