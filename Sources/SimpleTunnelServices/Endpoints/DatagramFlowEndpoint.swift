@@ -1,0 +1,226 @@
+import Logging
+import NIOCore
+import NIOPosix
+
+/// The server's end of a UDP flow (PROTOCOL.md A4): one socket per address
+/// family, bound on first use. Each datagram from the peer names its
+/// destination; each datagram that comes back is reported with its source.
+/// Names are resolved per destination (and remembered briefly); destinations
+/// the policy refuses are dropped and logged.
+public final class DatagramFlowEndpoint: FlowEndpoint {
+    private let identifier: TunnelConnectionIdentifier
+    private weak var sink: FlowEventSink?
+    private let eventLoop: EventLoop
+    private let resolver: HostResolver
+    private let authorizer: any DestinationAuthorizer
+    private let logger: Logger
+
+    private var sockets: [AddressFamily: DatagramSocket] = [:]
+    private var resolved: [String: (address: SocketAddress, expiry: NIODeadline)] = [:]
+    private var readingEnabled = false
+    private var closed = false
+
+    /// Resolved names are reused for this long.
+    static let resolutionLifetime = TimeAmount.seconds(30)
+    /// Datagrams waiting for a name or a socket, beyond which new ones are dropped.
+    static let maximumWaiting = 64
+
+    enum AddressFamily: Hashable {
+        case v4, v6
+    }
+
+    init(
+        identifier: TunnelConnectionIdentifier,
+        sink: FlowEventSink,
+        eventLoop: EventLoop,
+        resolver: HostResolver,
+        authorizer: any DestinationAuthorizer,
+        logger: Logger
+    ) {
+        self.identifier = identifier
+        self.sink = sink
+        self.eventLoop = eventLoop
+        self.resolver = resolver
+        self.authorizer = authorizer
+        self.logger = logger
+    }
+
+    // MARK: FlowEndpoint
+
+    public func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) {
+        guard !closed, let destination else { return }
+        if let refusal = authorizer.refusal(forHost: destination.host, port: destination.port) {
+            return drop(destination, reason: refusal)
+        }
+        if let literal = try? SocketAddress(ipAddress: HostResolver.unbracketed(destination.host), port: destination.port) {
+            return send(data, to: literal, requestedHost: destination.host)
+        }
+        let key = "\(destination.host.lowercased())|\(destination.port)"
+        if let cached = resolved[key], cached.expiry > .now() {
+            return send(data, to: cached.address, requestedHost: destination.host)
+        }
+        resolver.resolve(host: destination.host, port: destination.port, kind: .datagram, on: eventLoop)
+            .assumeIsolated()
+            .whenComplete { [weak self] result in
+                guard let self, !self.closed else { return }
+                switch result {
+                case .success(let addresses):
+                    // Cannot be empty: the resolver fails instead.
+                    guard let address = addresses.first else { return }
+                    self.resolved[key] = (address, .now() + Self.resolutionLifetime)
+                    self.send(data, to: address, requestedHost: destination.host)
+                case .failure(let error):
+                    self.drop(destination, reason: String(describing: error))
+                }
+            }
+    }
+
+    public func flush() {
+        for socket in sockets.values {
+            socket.channel?.flush()
+        }
+    }
+
+    public func setReading(_ enabled: Bool) {
+        readingEnabled = enabled
+        for socket in sockets.values {
+            socket.gate?.setReading(enabled)
+        }
+    }
+
+    /// A datagram flow has no stream to end; its socket stays until the flow closes.
+    public func shutdownOutput() {}
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        for socket in sockets.values {
+            socket.channel?.close(promise: nil)
+        }
+        sockets.removeAll()
+    }
+
+    // MARK: Sockets
+
+    private func send(_ data: ByteBuffer, to address: SocketAddress, requestedHost: String) {
+        if let refusal = authorizer.refusal(forAddress: address, requestedHost: requestedHost) {
+            return drop(TunnelEndpoint(host: requestedHost, port: address.port ?? 0), reason: refusal)
+        }
+        let family: AddressFamily = address.protocol == .inet6 ? .v6 : .v4
+        let socket = sockets[family] ?? bind(family)
+        if let channel = socket.channel {
+            channel.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
+        } else if socket.waiting.count < Self.maximumWaiting {
+            socket.waiting.append(AddressedEnvelope(remoteAddress: address, data: data))
+        }
+    }
+
+    private func bind(_ family: AddressFamily) -> DatagramSocket {
+        let socket = DatagramSocket()
+        sockets[family] = socket
+        let gate = DatagramReadGate(identifier: identifier, sink: sink, reading: readingEnabled)
+        socket.gate = gate
+        let boundGate = NIOLoopBound(gate, eventLoop: eventLoop)
+        DatagramBootstrap(group: eventLoop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(boundGate.value)
+                }
+            }
+            .bind(host: family == .v6 ? "::" : "0.0.0.0", port: 0)
+            .assumeIsolated()
+            .whenComplete { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success(let channel):
+                    guard !self.closed else {
+                        channel.close(promise: nil)
+                        return
+                    }
+                    socket.channel = channel
+                    for envelope in socket.waiting {
+                        channel.write(envelope, promise: nil)
+                    }
+                    socket.waiting.removeAll()
+                    channel.flush()
+                case .failure(let error):
+                    self.logger.notice("cannot bind a UDP socket", metadata: ["flow": "\(self.identifier)", "reason": "\(error)"])
+                    socket.waiting.removeAll()
+                }
+            }
+        return socket
+    }
+
+    private func drop(_ destination: TunnelEndpoint, reason: String) {
+        logger.notice("dropping datagram", metadata: ["flow": "\(identifier)", "destination": "\(destination)", "reason": "\(reason)"])
+    }
+}
+
+/// One bound UDP socket of a flow and what waits for it.
+private final class DatagramSocket {
+    var channel: Channel?
+    var gate: DatagramReadGate?
+    var waiting: [AddressedEnvelope<ByteBuffer>] = []
+}
+
+/// Reports a UDP socket's datagrams to the flow, reading only while allowed.
+final class DatagramReadGate: ChannelDuplexHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    typealias OutboundIn = AddressedEnvelope<ByteBuffer>
+
+    private let identifier: TunnelConnectionIdentifier
+    private weak var sink: FlowEventSink?
+    private var reading: Bool
+    private var readPending = false
+    private var context: ChannelHandlerContext?
+
+    init(identifier: TunnelConnectionIdentifier, sink: FlowEventSink?, reading: Bool) {
+        self.identifier = identifier
+        self.sink = sink
+        self.reading = reading
+    }
+
+    func setReading(_ enabled: Bool) {
+        reading = enabled
+        if enabled, readPending, let context {
+            readPending = false
+            context.read()
+        }
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if reading {
+            context.read()
+        } else {
+            readPending = true
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        sink?.flow(identifier, didRead: envelope.data, from: TunnelEndpoint(envelope.remoteAddress))
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // ICMP errors (port unreachable) surface here; UDP carries on.
+    }
+}
+
+extension TunnelEndpoint {
+    /// The plain form of a socket address: IPv4-mapped IPv6 written as IPv4 (PROTOCOL.md A6).
+    public init(_ address: SocketAddress) {
+        var host = address.ipAddress ?? ""
+        if host.lowercased().hasPrefix("::ffff:"), host.contains(".") {
+            host = String(host.dropFirst("::ffff:".count))
+        }
+        self.init(host: host, port: address.port ?? 0)
+    }
+}

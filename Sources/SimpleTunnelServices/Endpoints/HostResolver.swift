@@ -1,0 +1,84 @@
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Resolves host names with the system resolver (`getaddrinfo`, so
+/// /etc/hosts, nsswitch and resolv.conf apply) on NIO's blocking-I/O pool.
+public struct HostResolver: Sendable {
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        /// The name does not resolve (PROTOCOL.md A4 result 2).
+        case noSuchHost(host: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .noSuchHost(let host, let reason): return "\(host) does not resolve: \(reason)"
+            }
+        }
+    }
+
+    public enum SocketKind: Sendable {
+        case stream, datagram
+    }
+
+    private let threadPool: NIOThreadPool
+
+    public init(threadPool: NIOThreadPool = .singleton) {
+        self.threadPool = threadPool
+    }
+
+    /// The addresses of `host` (or the literal itself), IPv4 and IPv6, in the resolver's order.
+    public func resolve(host: String, port: Int, kind: SocketKind, on eventLoop: EventLoop) -> EventLoopFuture<[SocketAddress]> {
+        if let literal = try? SocketAddress(ipAddress: Self.unbracketed(host), port: port) {
+            return eventLoop.makeSucceededFuture([literal])
+        }
+        return threadPool.runIfActive(eventLoop: eventLoop) {
+            try Self.getaddrinfo(host: host, port: port, kind: kind)
+        }
+    }
+
+    static func unbracketed(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
+    private static func getaddrinfo(host: String, port: Int, kind: SocketKind) throws -> [SocketAddress] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Glibc)
+        hints.ai_socktype = Int32(kind == .stream ? SOCK_STREAM.rawValue : SOCK_DGRAM.rawValue)
+        #else
+        hints.ai_socktype = kind == .stream ? SOCK_STREAM : SOCK_DGRAM
+        #endif
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = Glibc.getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0, let first = list else {
+            throw Failure.noSuchHost(host: host, reason: String(cString: gai_strerror(status)))
+        }
+        defer { freeaddrinfo(first) }
+        var addresses: [SocketAddress] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            if let address = entry.pointee.ai_addr {
+                switch Int32(address.pointee.sa_family) {
+                case AF_INET:
+                    let ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+                    addresses.append(SocketAddress(ipv4, host: host))
+                case AF_INET6:
+                    let ipv6 = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+                    addresses.append(SocketAddress(ipv6, host: host))
+                default:
+                    break
+                }
+            }
+            cursor = entry.pointee.ai_next
+        }
+        guard !addresses.isEmpty else {
+            throw Failure.noSuchHost(host: host, reason: "no IPv4 or IPv6 address")
+        }
+        return addresses
+    }
+}

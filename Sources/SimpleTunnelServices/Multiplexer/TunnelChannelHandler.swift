@@ -1,0 +1,135 @@
+import Logging
+import NIOCore
+
+/// The last handler of a tunnel's pipeline: hands decoded messages to the
+/// tunnel's `TunnelMultiplexer` and lets it write messages back. Ends the
+/// tunnel on a fault that B5 says ends it, logging the reason.
+public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
+    public typealias InboundIn = TunnelInboundMessage
+    public typealias OutboundIn = TunnelMessage
+    public typealias OutboundOut = TunnelMessage
+
+    private let makeRole: () -> TunnelMultiplexer.Role
+    private let limits: TunnelMultiplexer.Limits
+    private let firstMessageTimeout: TimeAmount?
+    private var logger: Logger
+    private var context: ChannelHandlerContext?
+    private var firstMessageTimer: Scheduled<Void>?
+    private var receivedAny = false
+    private var onActive: ((TunnelMultiplexer) -> Void)?
+    private var closeReason: String?
+
+    /// The tunnel's multiplexer; exists once the handler is in a pipeline.
+    public private(set) var multiplexer: TunnelMultiplexer?
+
+    /// - Parameters:
+    ///   - firstMessageTimeout: how long a peer may take to send its first
+    ///     message (server side; PROTOCOL.md B5), counted from when the handler is added.
+    ///   - onActive: called once the multiplexer exists and the tunnel is active.
+    public init(
+        role: @escaping () -> TunnelMultiplexer.Role,
+        limits: TunnelMultiplexer.Limits = .init(),
+        firstMessageTimeout: TimeAmount? = nil,
+        logger: Logger,
+        onActive: ((TunnelMultiplexer) -> Void)? = nil
+    ) {
+        self.makeRole = role
+        self.limits = limits
+        self.firstMessageTimeout = firstMessageTimeout
+        self.logger = logger
+        self.onActive = onActive
+    }
+
+    // MARK: TunnelOutput
+
+    public var isWritable: Bool { context?.channel.isWritable ?? false }
+
+    public func write(_ message: TunnelMessage) {
+        context?.write(wrapOutboundOut(message), promise: nil)
+    }
+
+    public func flush() {
+        context?.flush()
+    }
+
+    // MARK: Pipeline
+
+    public func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        multiplexer = TunnelMultiplexer(role: makeRole(), output: self, eventLoop: context.eventLoop, limits: limits, logger: logger)
+        if let firstMessageTimeout {
+            firstMessageTimer = context.eventLoop.assumeIsolated().scheduleTask(in: firstMessageTimeout) { [weak self] in
+                self?.closeTunnel(reason: "no message within \(firstMessageTimeout) of connecting")
+            }
+        }
+        if context.channel.isActive {
+            becameActive()
+        }
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        firstMessageTimer?.cancel()
+        multiplexer?.tunnelClosed()
+        self.context = nil
+    }
+
+    public func channelActive(context: ChannelHandlerContext) {
+        becameActive()
+        context.fireChannelActive()
+    }
+
+    private func becameActive() {
+        guard let multiplexer, let onActive else { return }
+        self.onActive = nil
+        onActive(multiplexer)
+    }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if !receivedAny {
+            receivedAny = true
+            firstMessageTimer?.cancel()
+            firstMessageTimer = nil
+        }
+        multiplexer?.receive(unwrapInboundIn(data))
+    }
+
+    public func channelReadComplete(context: ChannelHandlerContext) {
+        multiplexer?.peerReadBurstEnded()
+        context.fireChannelReadComplete()
+    }
+
+    public func channelWritabilityChanged(context: ChannelHandlerContext) {
+        multiplexer?.tunnelWritabilityChanged(context.channel.isWritable)
+        context.fireChannelWritabilityChanged()
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        firstMessageTimer?.cancel()
+        if let multiplexer {
+            let statistics = multiplexer.currentStatistics
+            multiplexer.tunnelClosed()
+            var metadata: Logger.Metadata = [
+                "bytes-from-peer": "\(statistics.bytesFromPeer)",
+                "bytes-to-peer": "\(statistics.bytesToPeer)",
+                "flows-opened": "\(statistics.flowsOpened)",
+            ]
+            if let closeReason {
+                metadata["reason"] = "\(closeReason)"
+            }
+            logger.info("tunnel closed", metadata: metadata)
+        }
+        context.fireChannelInactive()
+    }
+
+    public func errorCaught(context: ChannelHandlerContext, error: Error) {
+        closeTunnel(reason: String(describing: error))
+    }
+
+    /// Ends the tunnel, logging why (once).
+    public func closeTunnel(reason: String) {
+        guard closeReason == nil, let context else { return }
+        closeReason = reason
+        logger.notice("closing tunnel", metadata: ["reason": "\(reason)"])
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,258 @@
+import Logging
+import NIOCore
+
+extension TunnelMultiplexer {
+    /// Acts on one message from the peer (PROTOCOL.md A3-A6, B5).
+    public func receive(_ inbound: TunnelInboundMessage) {
+        guard !isClosed else { return }
+        switch inbound {
+        case .message(let message):
+            receive(message)
+        case .rejected(let error):
+            switch error.disposition {
+            case .openFailure(let identifier):
+                logger.notice("refusing malformed open", metadata: ["flow": "\(identifier)", "reason": "\(error)"])
+                if case .server = role {
+                    sendControl(.openResult(identifier: identifier, result: .invalidParameter))
+                }
+            case .drop:
+                statistics.messagesDropped += 1
+                logger.notice("dropping malformed message", metadata: ["reason": "\(error)"])
+            case .ignore:
+                logger.debug("ignoring message", metadata: ["reason": "\(error)"])
+            case .closeTunnel:
+                // The decoder ends the tunnel itself; it never passes these on.
+                logger.error("unexpected fatal message error", metadata: ["reason": "\(error)"])
+            }
+        }
+    }
+
+    private func receive(_ message: TunnelMessage) {
+        switch (message, role) {
+        case (.data(let identifier, let payload, let endpoint), _):
+            receiveData(payload, endpoint: endpoint, for: identifier)
+        case (.suspend(let identifier), _):
+            guard flows[identifier] != nil else { return dropUnknown(message) }
+            flows[identifier]?.peerSuspended = true
+            updateReading(identifier)
+        case (.resume(let identifier), _):
+            guard flows[identifier] != nil else { return dropUnknown(message) }
+            flows[identifier]?.peerSuspended = false
+            afterQueueChange(identifier)
+        case (.close(let identifier, let direction), _):
+            receiveClose(direction, for: identifier)
+        case (.open(let identifier, let request), .server(let opener, _)):
+            receiveOpen(request, for: identifier, opener: opener)
+        case (.openResult(let identifier, let result, let configuration), .client):
+            receiveOpenResult(result, configuration: configuration, for: identifier)
+        case (.fetchConfiguration(let identifier, _), .server(_, let responder)):
+            sendControl(.fetchConfiguration(identifier: identifier, configuration: responder.configurationForFetch()))
+        case (.fetchConfiguration(_, let configuration), .client):
+            guard let request = configurationRequests.popFirst() else { return dropUnexpected(message) }
+            request(.success(configuration ?? [:]))
+        case (.dns(let identifier, let query, _), .server(_, let responder)):
+            responder.resolveDNS(query) { [weak self] result in
+                switch result {
+                case .success(let reply):
+                    self?.sendControl(.dns(identifier: identifier, packet: reply.answer, source: reply.source))
+                case .failure(let error):
+                    self?.logger.notice("DNS query failed", metadata: ["flow": "\(identifier)", "reason": "\(error)"])
+                }
+            }
+        case (.authenticate, .server):
+            // No authentication is configured: every login is accepted (PROTOCOL.md A6).
+            sendControl(.authenticateResult(.success))
+        case (.authenticateResult(let result), .client):
+            guard let request = authenticationRequests.popFirst() else { return dropUnexpected(message) }
+            request(.success(result))
+        case (.packets(let identifier, let packets), _):
+            guard let flow = flows[identifier], flow.kind == .ip, flow.isOpen, let endpoint = flow.endpoint else {
+                return dropUnexpected(message)
+            }
+            statistics.bytesFromPeer += UInt64(packets.reduce(0) { $0 + $1.bytes.readableBytes })
+            endpoint.writePackets(packets)
+            markForFlush(identifier)
+        case (.open, .client), (.openResult, .server), (.authenticate, .client), (.authenticateResult, .server),
+            (.dns, .client):
+            dropUnexpected(message)
+        }
+    }
+
+    // MARK: Data
+
+    private func receiveData(_ payload: ByteBuffer, endpoint destination: TunnelEndpoint?, for identifier: TunnelConnectionIdentifier) {
+        guard var flow = flows[identifier] else {
+            return dropUnknown(.data(identifier: identifier, payload: ByteBuffer(), endpoint: nil))
+        }
+        if flow.kind == .udp, case .server = role, destination == nil {
+            statistics.messagesDropped += 1
+            logger.notice("dropping UDP data without host and port", metadata: ["flow": "\(identifier)"])
+            return
+        }
+        let verdict = flow.receiveData(payload, limits: limits, now: .now())
+        flows[identifier] = flow
+        statistics.bytesFromPeer += UInt64(payload.readableBytes)
+        switch verdict {
+        case .deliver:
+            flow.endpoint?.write(payload, to: destination)
+            markForFlush(identifier)
+        case .keptUntilOpen:
+            break
+        case .drop:
+            statistics.messagesDropped += 1
+        case .abusive:
+            abort(identifier, reason: flow.isOpen
+                ? "the peer sent more than \(limits.suspendAllowance) bytes after suspend"
+                : "the peer sent more than \(limits.earlyDataAllowance) bytes before the flow opened")
+        }
+    }
+
+    func markForFlush(_ identifier: TunnelConnectionIdentifier) {
+        endpointsToFlush.append(identifier)
+    }
+
+    // MARK: Close
+
+    private func receiveClose(_ direction: TunnelConnectionCloseDirection, for identifier: TunnelConnectionIdentifier) {
+        // A late close for a flow already gone passes quietly.
+        guard var flow = flows[identifier] else { return }
+        let effect = flow.peerClosed(direction)
+        flows[identifier] = flow
+        guard flow.isOpen, let endpoint = flow.endpoint else {
+            // Still opening: effects apply when the open completes (or it is cancelled).
+            if case .awaitingOpenResult = flow.phase, flow.isFinished {
+                failPendingOpen(identifier, FlowOpenFailure(.internalError, "the server closed the flow before answering"))
+            }
+            return
+        }
+        switch effect {
+        case .nothing:
+            break
+        case .shutdownLocalOutput:
+            endpoint.shutdownOutput()
+        case .stopSending:
+            updateReading(identifier)
+        case .closeAll:
+            forget(identifier)
+            return
+        }
+        forgetIfFinished(identifier)
+    }
+
+    // MARK: Open (server)
+
+    private func receiveOpen(_ request: TunnelOpenRequest, for identifier: TunnelConnectionIdentifier, opener: FlowOpener) {
+        var metadata: Logger.Metadata = ["flow": "\(identifier)", "request": "\(request)"]
+        guard flows[identifier] == nil else {
+            logger.notice("refusing open of an identifier in use", metadata: metadata)
+            sendControl(.openResult(identifier: identifier, result: .invalidParameter))
+            return
+        }
+        let kind = FlowState.Kind(request)
+        if flows.count >= limits.maximumFlows
+            || (kind == .udp && flows.values.lazy.filter { $0.kind == .udp }.count >= limits.maximumUDPFlows)
+        {
+            metadata["reason"] = "flow limit reached"
+            logger.notice("refusing open", metadata: metadata)
+            sendControl(.openResult(identifier: identifier, result: .refused))
+            return
+        }
+        flows[identifier] = FlowState(identifier: identifier, kind: kind, phase: .opening(early: [], earlyBytes: 0), now: .now())
+        opener.open(request, identifier: identifier, sink: self) { [weak self] result in
+            self?.openCompleted(identifier, request: request, result: result)
+        }
+    }
+
+    private func openCompleted(_ identifier: TunnelConnectionIdentifier, request: TunnelOpenRequest, result: Result<OpenedFlow, FlowOpenFailure>) {
+        var metadata: Logger.Metadata = ["flow": "\(identifier)", "request": "\(request)"]
+        guard !isClosed, var flow = flows[identifier] else {
+            if case .success(let opened) = result { opened.endpoint.close() }
+            return
+        }
+        switch (result, flow.phase) {
+        case (.success(let opened), .cancelled):
+            opened.endpoint.close()
+            flows[identifier] = nil
+            logger.debug("open completed after the peer closed the flow", metadata: metadata)
+        case (.success(let opened), .opening(let early, _)):
+            flow.phase = .open
+            flow.endpoint = opened.endpoint
+            flows[identifier] = flow
+            statistics.flowsOpened += 1
+            logger.info("flow opened", metadata: metadata)
+            sendControl(.openResult(identifier: identifier, result: .success, configuration: opened.configuration))
+            for data in early {
+                opened.endpoint.write(data, to: nil)
+            }
+            if !early.isEmpty {
+                opened.endpoint.flush()
+            }
+            if !flow.receiving {
+                opened.endpoint.shutdownOutput()
+            }
+            if flow.kind == .udp {
+                startUDPExpiry()
+            }
+            afterQueueChange(identifier)
+        case (.failure(let failure), _):
+            flows[identifier] = nil
+            metadata["result"] = "\(failure.result)"
+            metadata["reason"] = "\(failure.reason)"
+            logger.notice("open failed", metadata: metadata)
+            if case .opening = flow.phase {
+                sendControl(.openResult(identifier: identifier, result: failure.result))
+            }
+        case (.success(let opened), .awaitingOpenResult), (.success(let opened), .open):
+            // Cannot happen: only server flows open through an opener, once.
+            opened.endpoint.close()
+        }
+    }
+
+    // MARK: Open result (client)
+
+    private func receiveOpenResult(
+        _ result: TunnelConnectionOpenResult,
+        configuration: [String: PropertyListValue]?,
+        for identifier: TunnelConnectionIdentifier
+    ) {
+        guard let flow = flows[identifier], case .awaitingOpenResult = flow.phase else {
+            // The local side gave up before the answer: tell the server we are done.
+            if flows[identifier] == nil, result == .success {
+                sendControl(.close(identifier: identifier, direction: .all))
+            }
+            return
+        }
+        guard result == .success else {
+            failPendingOpen(identifier, FlowOpenFailure(result, "the server answered \(result)"))
+            return
+        }
+        flows[identifier]?.phase = .open
+        statistics.flowsOpened += 1
+        if flow.kind == .udp {
+            startUDPExpiry()
+        }
+        openCompletions.removeValue(forKey: identifier)?(.success(configuration))
+        afterQueueChange(identifier)
+    }
+
+    func failPendingOpen(_ identifier: TunnelConnectionIdentifier, _ failure: FlowOpenFailure) {
+        let flow = flows.removeValue(forKey: identifier)
+        flow?.endpoint?.close()
+        openCompletions.removeValue(forKey: identifier)?(.failure(failure))
+    }
+
+    // MARK: Unexpected
+
+    private func dropUnknown(_ message: TunnelMessage) {
+        statistics.messagesDropped += 1
+        logger.debug("dropping message for an unknown flow", metadata: ["flow": "\(message.identifier)", "command": "\(message.command)"])
+    }
+
+    private func dropUnexpected(_ message: TunnelMessage) {
+        statistics.messagesDropped += 1
+        logger.notice(
+            "dropping message not valid here",
+            metadata: ["flow": "\(message.identifier)", "command": "\(message.command)"]
+        )
+    }
+}
