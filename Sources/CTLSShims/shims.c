@@ -42,3 +42,9 @@ EVP_PKEY *ctls_generate_ec_p256_key(void) {
 
 int ctls_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
 int ctls_TLS1_3_VERSION(void) { return TLS1_3_VERSION; }
+
+uint64_t ctls_default_options(void) {
+    return SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE;
+}
+
+unsigned long ctls_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }

@@ -2,6 +2,7 @@
 #ifndef C_TLS_SHIMS_H
 #define C_TLS_SHIMS_H
 #include <stddef.h>
+#include <stdint.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
@@ -21,4 +22,9 @@ EVP_PKEY *ctls_generate_ec_p256_key(void);
 /// The protocol version constants (macros) as values Swift can see.
 int ctls_TLS1_2_VERSION(void);
 int ctls_TLS1_3_VERSION(void);
+/// SSL_OP_* flags are built from a function-like macro: no renegotiation,
+/// no compression, server cipher preference.
+uint64_t ctls_default_options(void);
+/// XN_FLAG_RFC2253 combines several macros.
+unsigned long ctls_XN_FLAG_RFC2253(void);
 #endif
