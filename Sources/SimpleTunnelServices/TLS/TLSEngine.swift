@@ -232,7 +232,7 @@ final class TLSEngine {
             }
             return
         }
-        let isAddress = Self.isIPAddress(name)
+        let isAddress = IPAddressLiteral.isValid(name)
         if !isAddress {
             // SNI carries host names only, never address literals (RFC 6066).
             _ = ctls_SSL_set_tlsext_host_name(ssl, name)
@@ -247,11 +247,5 @@ final class TLSEngine {
         guard accepted == 1 else {
             throw .invalidConfiguration("server name \"\(name)\" cannot be used for verification")
         }
-    }
-
-    private static func isIPAddress(_ name: String) -> Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, name, &v4) == 1 || inet_pton(AF_INET6, name, &v6) == 1
     }
 }
