@@ -76,6 +76,7 @@ let package = Package(
                 .product(name: "NIOTestUtils", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+                "COpenSSL",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
         ),
