@@ -32,6 +32,9 @@ final class TLSEngine {
     private let networkOut: OpaquePointer
     private let trust: TLSConfiguration.Trust
     private let role: TLSConfiguration.Role
+    /// The SSL keeps its SSL_CTX alive, but the verify callback's Swift state
+    /// lives in the TLSContext, so the connection must keep that alive too.
+    private let context: TLSContext
 
     init(context: TLSContext, serverName: String?) throws(TLSError) {
         OpenSSLErrorQueue.clear()
@@ -50,6 +53,7 @@ final class TLSEngine {
         self.networkOut = output
         self.trust = context.configuration.trust
         self.role = context.configuration.role
+        self.context = context
 
         let configuration = context.configuration
         if configuration.role == .client {

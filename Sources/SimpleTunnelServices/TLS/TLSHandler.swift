@@ -161,7 +161,12 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // Unflushed writes are dropped, as a plain socket would drop them.
             pendingWrites.failAll(TLSError.alreadyClosed)
             sendCloseNotify(context: context, mode: mode, promise: promise)
-        case .closing, .closed:
+        case .closing(.some):
+            // A repeated close must not cut off the close_notify (and data) still being written.
+            if let promise {
+                context.channel.closeFuture.cascade(to: promise)
+            }
+        case .closing(.none), .closed:
             context.close(mode: mode, promise: promise)
         }
     }

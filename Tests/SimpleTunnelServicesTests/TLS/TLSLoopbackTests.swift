@@ -245,14 +245,15 @@ struct TLSLoopbackTests {
         #expect(pair.serverRecord.snapshot.errors.isEmpty)
     }
 
-    @Test func closeRightAfterWritingLosesNothing() async throws {
+    @Test(arguments: [1, 2])
+    func closeRightAfterWritingLosesNothing(closeCalls: Int) async throws {
         let pki = try TestPKI()
         defer { pki.remove() }
         let pattern = BulkPattern()
         let pair = try await Self.connect(
             server: pki.serverConfiguration(),
             client: .client(trust: .caFile(pki.caFile), serverName: "localhost"),
-            clientPlan: PeerPlan(bulkChunks: 8, pattern: pattern, closeAfterSending: true))
+            clientPlan: PeerPlan(bulkChunks: 8, pattern: pattern, closeAfterSending: true, closeCalls: closeCalls))
         defer { pair.closeAll() }
         #expect(await Loopback.waitUntil { pair.serverRecord.snapshot.closed })
         let server = pair.serverRecord.snapshot

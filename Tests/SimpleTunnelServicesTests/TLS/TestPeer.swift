@@ -15,12 +15,14 @@ struct PeerPlan: Sendable {
     var pattern: BulkPattern?
     /// Closes (with close_notify) right after the last write is flushed.
     var closeAfterSending = false
+    /// How many times to call close then (a repeated close must not cut data off).
+    var closeCalls = 1
     var echo = false
 }
 
 /// What a test peer saw, readable from the test's thread.
 final class PeerRecord: Sendable {
-    struct Snapshot {
+    struct Snapshot: CustomStringConvertible {
         var handshakeCompleted = false
         var sessionInfo: TLSSessionInfo?
         var errors: [TLSError] = []
@@ -34,6 +36,13 @@ final class PeerRecord: Sendable {
         var closed = false
         var sslReleasedOnClose: Bool?
         var failedWrites: [TLSError] = []
+
+        /// Short enough for a failed expectation's message.
+        var description: String {
+            "handshake=\(handshakeCompleted) received=\(receivedCount) closed=\(closed)"
+                + " shutdownCompleted=\(shutdownCompleted) errors=\(errors) other=\(otherErrors)"
+                + " failedWrites=\(failedWrites) released=\(String(describing: sslReleasedOnClose))"
+        }
     }
 
     private let state = Mutex(Snapshot())
@@ -144,9 +153,10 @@ final class TestPeerHandler: ChannelInboundHandler {
                 context.writeAndFlush(wrapOutboundOut(chunk), promise: nil)
             }
         }
-        if chunksSent >= plan.bulkChunks && plan.closeAfterSending {
+        // Writes can re-enter here (writability changes); close only once.
+        if sending && chunksSent >= plan.bulkChunks && plan.closeAfterSending {
             sending = false
-            context.close(promise: nil)
+            for _ in 0..<plan.closeCalls { context.close(promise: nil) }
         }
     }
 }
