@@ -28,8 +28,10 @@ final class ExternalProcess: @unchecked Sendable {
         }
     }
 
+    /// SIGKILL: children can inherit a blocked SIGTERM from the test runner,
+    /// and `openssl s_server` then ignores `Process.terminate()`.
     func terminate() {
-        if process.isRunning { process.terminate() }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     var outputSoFar: String { collected.text }
