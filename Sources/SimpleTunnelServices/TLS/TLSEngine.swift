@@ -102,6 +102,12 @@ final class TLSEngine {
         return Int(SSL_pending(ssl))
     }
 
+    /// Ciphertext produced and not yet taken.
+    var bufferedOutgoingCiphertextCount: Int {
+        guard ssl != nil else { return 0 }
+        return Int(BIO_ctrl_pending(networkOut))
+    }
+
     /// All ciphertext OpenSSL has produced, in one buffer; nil if none.
     func takeCiphertext(allocator: ByteBufferAllocator) -> ByteBuffer? {
         guard ssl != nil else { return nil }

@@ -33,7 +33,18 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         var timeout: Scheduled<Void>
     }
 
+    /// Plaintext is encrypted and handed down in batches of about this size:
+    /// buffers stay bounded, and once this much is written (even unflushed) it
+    /// moves into the channel's own outbound buffer, where writability sees it.
+    static let batchSize = 256 * 1024
+
     private var state: State = .idle
+    /// Set while encrypting and emitting user data. Handing ciphertext down can
+    /// call back into us (writability changes); writes, flushes and a close
+    /// arriving then are queued so they keep their order after the data.
+    private var isEncrypting = false
+    private var flushRequestedWhileEncrypting = false
+    private var closeRequestedWhileEncrypting: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
     private var engine: TLSEngine?
     private var pendingWrites = PendingWrites()
     private let closeTimeout: TimeAmount
@@ -128,8 +139,15 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch state {
-        case .idle, .handshaking, .active:
+        case .idle, .handshaking:
             pendingWrites.append(unwrapOutboundIn(data), promise: promise)
+        case .active:
+            pendingWrites.append(unwrapOutboundIn(data), promise: promise)
+            if pendingWrites.byteCount >= Self.batchSize {
+                // Written but not flushed: the ciphertext waits unflushed in the channel.
+                pendingWrites.markAllFlushed()
+                encryptFlushedWrites(context: context, flush: .never)
+            }
         case .closing, .closed:
             promise?.fail(TLSError.alreadyClosed)
         }
@@ -157,6 +175,12 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
             state = .closed
             pendingWrites.failAll(TLSError.closedBeforeHandshake)
             context.close(mode: mode, promise: promise)
+        case .active where isEncrypting:
+            if closeRequestedWhileEncrypting != nil {
+                if let promise { context.channel.closeFuture.cascade(to: promise) }
+            } else {
+                closeRequestedWhileEncrypting = (mode, promise)
+            }
         case .active:
             // Unflushed writes are dropped, as a plain socket would drop them.
             pendingWrites.failAll(TLSError.alreadyClosed)
@@ -257,32 +281,77 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private func encryptFlushedWrites(context: ChannelHandlerContext) {
-        guard let engine else { return }
-        var completed: [EventLoopPromise<Void>] = []
-        while let (buffer, promise) = pendingWrites.popFlushed() {
-            switch engine.write(buffer) {
-            case .complete:
-                if let promise { completed.append(promise) }
-            case .incomplete:
-                // Retried after the next read.
-                pendingWrites.pushBackFlushed(buffer, promise: promise)
-                sendCiphertext(context: context, completing: completed)
-                return
-            case .failed(let error):
-                promise?.fail(error)
-                sendCiphertext(context: context, completing: completed)
-                fail(context: context, error: error)
-                return
-            }
+    /// Encrypts the flushed writes, coalesced into as few buffers as
+    /// `batchSize` allows; `flush` says whether the channel is flushed after.
+    private func encryptFlushedWrites(context: ChannelHandlerContext, flush: FlushPolicy = .always) {
+        if isEncrypting {
+            // Re-entered from a callback: the running loop picks the writes up.
+            if flush == .always { flushRequestedWhileEncrypting = true }
+            return
         }
-        sendCiphertext(context: context, completing: completed)
+        isEncrypting = true
+        let finished = encryptAndEmitFlushedWrites(context: context)
+        isEncrypting = false
+        if finished && (flush == .always || flushRequestedWhileEncrypting) {
+            context.flush()
+        }
+        flushRequestedWhileEncrypting = false
+        if let close = closeRequestedWhileEncrypting {
+            closeRequestedWhileEncrypting = nil
+            self.close(context: context, mode: close.mode, promise: close.promise)
+        }
     }
 
-    /// Writes and flushes all ciphertext OpenSSL has produced, as one buffer.
-    private func sendCiphertext(context: ChannelHandlerContext, completing promises: [EventLoopPromise<Void>]) {
+    /// The loop behind `encryptFlushedWrites`, unflushed; false if the connection failed.
+    private func encryptAndEmitFlushedWrites(context: ChannelHandlerContext) -> Bool {
+        guard let engine else { return false }
+        var completed: [EventLoopPromise<Void>] = []
+        while let (buffer, promise) = pendingWrites.popFlushed() {
+            var remaining = buffer
+            while remaining.readableBytes > 0 {
+                let length = min(remaining.readableBytes, Self.batchSize)
+                guard let piece = remaining.getSlice(at: remaining.readerIndex, length: length) else { break }
+                switch engine.write(piece) {
+                case .complete:
+                    remaining.moveReaderIndex(forwardBy: length)
+                case .incomplete:
+                    // Cannot happen with memory BIOs and no renegotiation; retried after the next read if it does.
+                    pendingWrites.pushBackFlushed(remaining, promise: promise)
+                    sendCiphertext(context: context, completing: completed, flush: .never)
+                    return true
+                case .failed(let error):
+                    promise?.fail(error)
+                    sendCiphertext(context: context, completing: completed, flush: .never)
+                    fail(context: context, error: error)
+                    return false
+                }
+                if engine.bufferedOutgoingCiphertextCount >= Self.batchSize {
+                    sendCiphertext(context: context, completing: completed, flush: .never)
+                    completed = []
+                }
+            }
+            if let promise { completed.append(promise) }
+        }
+        sendCiphertext(context: context, completing: completed, flush: .never)
+        return true
+    }
+
+    private enum FlushPolicy {
+        /// The user flushed: flush even with nothing new, earlier batches may wait unflushed.
+        case always
+        /// Our own messages (handshake, alerts, close_notify): flush what we wrote.
+        case ifWritten
+        /// A batch of written-but-unflushed user data.
+        case never
+    }
+
+    /// Writes all ciphertext OpenSSL has produced, as one buffer.
+    private func sendCiphertext(
+        context: ChannelHandlerContext, completing promises: [EventLoopPromise<Void>], flush: FlushPolicy = .ifWritten
+    ) {
         guard let ciphertext = engine?.takeCiphertext(allocator: context.channel.allocator) else {
             for promise in promises { promise.succeed() }
+            if flush == .always { context.flush() }
             return
         }
         let writePromise: EventLoopPromise<Void>?
@@ -299,7 +368,7 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
             writePromise = combined
         }
         context.write(wrapOutboundOut(ciphertext), promise: writePromise)
-        context.flush()
+        if flush != .never { context.flush() }
     }
 
     // MARK: Closing

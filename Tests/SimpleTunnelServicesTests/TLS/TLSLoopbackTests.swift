@@ -315,3 +315,26 @@ struct TLSLoopbackTests {
         #expect(throws: TLSError.self) { try TLSHandler(context: context) }  // no server name to verify
     }
 }
+
+@Suite("TLS: backpressure")
+struct TLSBackpressureTests {
+    @Test func unflushedPlaintextCountsTowardsWritability() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let pair = try await TLSLoopbackTests.connect(
+            server: pki.serverConfiguration(),
+            client: .client(trust: .caFile(pki.caFile), serverName: "localhost"))
+        defer { pair.closeAll() }
+        #expect(await Loopback.waitUntil { pair.clientRecord.snapshot.handshakeCompleted })
+        // 1 MiB written in 16 KiB pieces, none flushed: the handler must not hold it
+        // all out of the channel's sight (default high-water mark: 64 KiB).
+        let writableAfter = try await pair.client.eventLoop.submit {
+            let piece = ByteBuffer(repeating: 7, count: 16 * 1024)
+            for _ in 0..<64 { pair.client.write(piece, promise: nil) }
+            return pair.client.isWritable
+        }.get()
+        #expect(!writableAfter)
+        pair.client.flush()
+        #expect(await Loopback.waitUntil { pair.serverRecord.snapshot.receivedCount == 1 << 20 })
+    }
+}
