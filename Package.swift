@@ -21,8 +21,19 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                // TLS (issue 3): system OpenSSL plus a shim for its macros.
+                .product(name: "NIOTLS", package: "swift-nio"),
+                "COpenSSL",
+                "CTLSShims",
             ]
         ),
+        // TLS (issue 3): the system's OpenSSL 3 (libssl-dev) and a C shim for its macros.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(name: "CTLSShims", dependencies: ["COpenSSL"]),
         .executableTarget(
             name: "TunnelServer",
             dependencies: [
@@ -47,6 +58,15 @@ let package = Package(
             ],
             path: "Benchmarks/WireBenchmark"
         ),
+        .executableTarget(
+            name: "TLSBenchmark",
+            dependencies: [
+                "SimpleTunnelServices",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/TLSBenchmark"
+        ),
         .testTarget(
             name: "SimpleTunnelServicesTests",
             dependencies: [
@@ -54,6 +74,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                "COpenSSL",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
         ),

@@ -1,0 +1,30 @@
+// Real functions for the OpenSSL macros (and variadic calls) Swift cannot import.
+#ifndef C_TLS_SHIMS_H
+#define C_TLS_SHIMS_H
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+int ctls_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version);
+int ctls_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version);
+long ctls_SSL_CTX_set_mode(SSL_CTX *ctx, long mode);
+int ctls_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert);
+int ctls_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list);
+long ctls_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode);
+int ctls_SSL_set_tlsext_host_name(SSL *ssl, const char *name);
+long ctls_BIO_get_mem_data(BIO *bio, char **data);
+long ctls_BIO_set_mem_eof_return(BIO *bio, long value);
+/// A fresh EC P-256 private key (EVP_EC_gen is a variadic macro), or NULL.
+EVP_PKEY *ctls_generate_ec_p256_key(void);
+/// The protocol version constants (macros) as values Swift can see.
+int ctls_TLS1_2_VERSION(void);
+int ctls_TLS1_3_VERSION(void);
+/// SSL_OP_* flags are built from a function-like macro: no renegotiation,
+/// no compression, server cipher preference.
+uint64_t ctls_default_options(void);
+/// XN_FLAG_RFC2253 combines several macros.
+unsigned long ctls_XN_FLAG_RFC2253(void);
+#endif

@@ -1,0 +1,50 @@
+#include "CTLSShims.h"
+
+int ctls_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, version);
+}
+
+int ctls_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_max_proto_version(ctx, version);
+}
+
+long ctls_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_mode(ctx, mode);
+}
+
+int ctls_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
+    return (int)SSL_CTX_add1_chain_cert(ctx, cert);
+}
+
+int ctls_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) {
+    return (int)SSL_CTX_set1_groups_list(ctx, list);
+}
+
+long ctls_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_session_cache_mode(ctx, mode);
+}
+
+int ctls_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
+
+long ctls_BIO_get_mem_data(BIO *bio, char **data) {
+    return BIO_get_mem_data(bio, data);
+}
+
+long ctls_BIO_set_mem_eof_return(BIO *bio, long value) {
+    return BIO_set_mem_eof_return(bio, value);
+}
+
+EVP_PKEY *ctls_generate_ec_p256_key(void) {
+    return EVP_EC_gen("P-256");
+}
+
+int ctls_TLS1_2_VERSION(void) { return TLS1_2_VERSION; }
+int ctls_TLS1_3_VERSION(void) { return TLS1_3_VERSION; }
+
+uint64_t ctls_default_options(void) {
+    return SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE;
+}
+
+unsigned long ctls_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }

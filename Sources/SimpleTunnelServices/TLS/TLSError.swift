@@ -1,0 +1,47 @@
+/// Why a TLS link could not be set up or ended badly. Every case carries a
+/// message a user can act on; OpenSSL's own reason string is kept verbatim.
+public enum TLSError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A certificate, key or trust file could not be used (path and OpenSSL reason).
+    case invalidConfiguration(String)
+    /// The handshake failed for a reason other than certificate checks.
+    case handshakeFailed(reason: String)
+    /// The peer's certificate did not verify (reason from X509_verify_cert_error_string).
+    case certificateVerificationFailed(reason: String)
+    /// The server's certificate is not the pinned one.
+    case pinnedCertificateMismatch
+    /// The peer sent something TLS could not accept after the handshake.
+    case protocolFailure(reason: String)
+    /// The TCP connection ended without a TLS close_notify: data may have been cut off.
+    case uncleanShutdown
+    /// The channel was closed before the handshake completed.
+    case closedBeforeHandshake
+    /// A write arrived after the TLS link had started closing.
+    case alreadyClosed
+    /// The self-signed identity could not be read or stored.
+    case identityStorage(String)
+
+    public var description: String {
+        switch self {
+        case .invalidConfiguration(let message):
+            return "TLS configuration: \(message)"
+        case .handshakeFailed(let reason):
+            return "TLS handshake failed: \(reason)"
+        case .certificateVerificationFailed(let reason):
+            return "TLS peer certificate rejected: \(reason)"
+                + " (check the CA file, the host name, and the certificate's validity dates)"
+        case .pinnedCertificateMismatch:
+            return "TLS peer certificate does not match the pinned SHA-256 fingerprint"
+                + " (the server's identity changed, or this is not the server you pinned)"
+        case .protocolFailure(let reason):
+            return "TLS protocol failure: \(reason)"
+        case .uncleanShutdown:
+            return "TLS connection closed without close_notify; the last data may be truncated"
+        case .closedBeforeHandshake:
+            return "TLS connection closed before the handshake completed"
+        case .alreadyClosed:
+            return "TLS connection is closing; no more data can be written"
+        case .identityStorage(let message):
+            return "self-signed TLS identity: \(message)"
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+@testable import SimpleTunnelServices
+
+/// A throwaway PKI written to a temp directory: a CA, an unrelated second CA,
+/// and leaves for the cases the tests need. Generated fresh for each test.
+struct TestPKI {
+    let directory: String
+    let ca: PEMIdentity
+    let otherCA: PEMIdentity
+    let server: PEMIdentity
+    let expiredServer: PEMIdentity
+    let wrongHostServer: PEMIdentity
+    let client: PEMIdentity
+    let clientFromOtherCA: PEMIdentity
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "tls-test-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        ca = try CertificateMaker.make(.init(commonName: "SimpleTunnel Test CA", isCertificateAuthority: true))
+        otherCA = try CertificateMaker.make(.init(commonName: "Unrelated CA", isCertificateAuthority: true))
+        server = try CertificateMaker.make(
+            .init(commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"], issuer: ca))
+        expiredServer = try CertificateMaker.make(
+            .init(
+                commonName: "localhost", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"],
+                validFromOffset: -30 * 24 * 3600, lifetime: 24 * 3600, issuer: ca))
+        wrongHostServer = try CertificateMaker.make(
+            .init(commonName: "elsewhere.example", dnsNames: ["elsewhere.example"], issuer: ca))
+        client = try CertificateMaker.make(.init(commonName: "alice", issuer: ca))
+        clientFromOtherCA = try CertificateMaker.make(.init(commonName: "mallory", issuer: otherCA))
+        for (name, identity) in [
+            ("ca", ca), ("other-ca", otherCA), ("server", server), ("expired", expiredServer),
+            ("wrong-host", wrongHostServer), ("client", client), ("other-client", clientFromOtherCA),
+        ] {
+            try Data(identity.certificatePEM).write(to: URL(fileURLWithPath: certificatePath(name)))
+            try Data(identity.privateKeyPEM).write(to: URL(fileURLWithPath: keyPath(name)))
+        }
+    }
+
+    func certificatePath(_ name: String) -> String { "\(directory)/\(name)-cert.pem" }
+    func keyPath(_ name: String) -> String { "\(directory)/\(name)-key.pem" }
+    var caFile: String { certificatePath("ca") }
+    var otherCAFile: String { certificatePath("other-ca") }
+
+    func serverConfiguration(_ name: String = "server", clientCA: String? = nil) -> TLSConfiguration {
+        .server(
+            certificateChain: .file(certificatePath(name)), privateKey: .file(keyPath(name)), clientCA: clientCA)
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
