@@ -20,6 +20,7 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 // TLS (issue 3): system OpenSSL plus a shim for its macros.
                 .product(name: "NIOTLS", package: "swift-nio"),

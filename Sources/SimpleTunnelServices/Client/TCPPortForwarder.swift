@@ -1,0 +1,68 @@
+import Logging
+import NIOCore
+import NIOPosix
+
+/// `ssh -L` for the tunnel: every connection accepted on a local port becomes
+/// a TCP flow to one destination, opened by the server.
+public final class TCPPortForwarder: Sendable {
+    public let localAddress: SocketAddress
+    private let channel: Channel
+
+    private init(channel: Channel) throws {
+        self.channel = channel
+        guard let address = channel.localAddress else { throw ChannelError.unknownLocalAddress }
+        self.localAddress = address
+    }
+
+    public static func start(
+        bindHost: String,
+        bindPort: Int,
+        destination: TunnelEndpoint,
+        tunnel: TunnelClientConnection,
+        logger: Logger
+    ) async throws -> TCPPortForwarder {
+        let channel = try await ServerBootstrap(group: tunnel.eventLoop)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let endpoint = StreamFlowEndpoint()
+                    try channel.pipeline.syncOperations.addHandler(endpoint)
+                    openFlow(for: endpoint, channel: channel, destination: destination, tunnel: tunnel, logger: logger)
+                }
+            }
+            .bind(host: bindHost, port: bindPort)
+            .get()
+        let forwarder = try TCPPortForwarder(channel: channel)
+        logger.notice("forwarding \(TunnelEndpoint(forwarder.localAddress)) to \(destination) through the tunnel")
+        return forwarder
+    }
+
+    /// Opens the flow for an accepted connection; closes the connection if the server refuses.
+    static func openFlow(
+        for endpoint: StreamFlowEndpoint,
+        channel: Channel,
+        destination: TunnelEndpoint,
+        tunnel: TunnelClientConnection,
+        logger: Logger
+    ) {
+        let multiplexer = tunnel.multiplexer
+        endpoint.sink = multiplexer
+        let peer = channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown"
+        let identifier = multiplexer.openFlow(.tcp(destination), endpoint: endpoint) { result in
+            if case .failure(let failure) = result {
+                logger.notice("forwarded connection refused", metadata: ["client": "\(peer)", "destination": "\(destination)", "reason": "\(failure)"])
+            }
+        }
+        if let identifier {
+            endpoint.identifier = identifier
+        } else {
+            channel.close(promise: nil)
+        }
+    }
+
+    public func close() async {
+        try? await channel.close()
+    }
+}

@@ -1,0 +1,105 @@
+import Logging
+import NIOCore
+import NIOPosix
+
+/// A client's tunnel to a server: the TCP (and TLS) connection, its
+/// multiplexer in the client role, and the server's configuration, fetched
+/// right after connecting (so an idle client is never cut off, PROTOCOL.md B5).
+///
+/// Local listeners that feed flows into the tunnel run on `eventLoop`, the
+/// tunnel's own, so that all of a tunnel's state stays on one thread.
+public final class TunnelClientConnection: Sendable {
+    public struct Settings: Sendable {
+        public var host: String
+        public var port: Int
+        /// Nil for `--plaintext`.
+        public var tls: TLSContext?
+        /// The name to verify and send as SNI; defaults to `host`.
+        public var serverName: String?
+        public var limits = TunnelMultiplexer.Limits()
+        public var connectTimeout: TimeAmount = .seconds(10)
+
+        public init(host: String, port: Int, tls: TLSContext?) {
+            self.host = host
+            self.port = port
+            self.tls = tls
+        }
+    }
+
+    public let channel: Channel
+    public var eventLoop: EventLoop { channel.eventLoop }
+    /// The server's configuration as fetched when the tunnel came up.
+    public let serverConfiguration: [String: PropertyListValue]
+    private let multiplexerBox: NIOLoopBound<TunnelMultiplexer>
+
+    private init(channel: Channel, multiplexer: NIOLoopBound<TunnelMultiplexer>, serverConfiguration: [String: PropertyListValue]) {
+        self.channel = channel
+        self.multiplexerBox = multiplexer
+        self.serverConfiguration = serverConfiguration
+    }
+
+    /// Connects, completes TLS, and fetches the server's configuration.
+    public static func connect(settings: Settings, group: EventLoopGroup, logger: Logger) async throws -> TunnelClientConnection {
+        let eventLoop = group.next()
+        let activePromise = eventLoop.makePromise(of: NIOLoopBound<TunnelMultiplexer>.self)
+        let channel = try await ClientBootstrap(group: eventLoop)
+            .connectTimeout(settings.connectTimeout)
+            .channelOption(.socketOption(.so_keepalive), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
+            .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 16 * 1024, maximum: 256 * 1024))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    if let tls = settings.tls {
+                        try pipeline.addHandler(TLSHandler(context: tls, serverName: settings.serverName ?? settings.host, logger: logger))
+                    }
+                    try pipeline.addTunnelMessageCodec()
+                    try pipeline.addHandler(
+                        TunnelChannelHandler(role: { .client }, limits: settings.limits, logger: logger) { multiplexer in
+                            activePromise.succeed(NIOLoopBound(multiplexer, eventLoop: channel.eventLoop))
+                        }
+                    )
+                }
+            }
+            .connect(host: settings.host, port: settings.port)
+            .get()
+        channel.closeFuture.whenComplete { _ in
+            activePromise.fail(TunnelClosedError())
+        }
+        let multiplexer = try await activePromise.futureResult.get()
+        let configuration = try await fetchConfiguration(multiplexer, on: channel.eventLoop)
+        return TunnelClientConnection(channel: channel, multiplexer: multiplexer, serverConfiguration: configuration)
+    }
+
+    private static func fetchConfiguration(
+        _ multiplexer: NIOLoopBound<TunnelMultiplexer>,
+        on eventLoop: EventLoop
+    ) async throws -> [String: PropertyListValue] {
+        let promise = eventLoop.makePromise(of: [String: PropertyListValue].self)
+        eventLoop.execute {
+            multiplexer.value.fetchConfiguration { promise.completeWith($0.mapError { $0 }) }
+        }
+        return try await promise.futureResult.get()
+    }
+
+    /// Asks the server for its configuration again.
+    public func fetchConfiguration() async throws -> [String: PropertyListValue] {
+        try await Self.fetchConfiguration(multiplexerBox, on: eventLoop)
+    }
+
+    /// The multiplexer; only on `eventLoop`.
+    public var multiplexer: TunnelMultiplexer { multiplexerBox.value }
+
+    /// Counters of the tunnel.
+    public func statistics() async throws -> TunnelStatistics {
+        try await eventLoop.submit { self.multiplexerBox.value.currentStatistics }.get()
+    }
+
+    /// Closes the tunnel (TLS sends close_notify) and waits until it is closed.
+    public func close() async {
+        try? await channel.close()
+    }
+
+    public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
+}

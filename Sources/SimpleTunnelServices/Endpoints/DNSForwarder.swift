@@ -1,0 +1,99 @@
+import Logging
+import NIOCore
+import NIOPosix
+
+/// Forwards a client's DNS query over UDP to a resolver and returns the first
+/// answer with the same transaction id (PROTOCOL.md B3). One short-lived
+/// socket per query, on the tunnel's event loop; a query unanswered within the
+/// timeout fails.
+public struct DNSForwarder: Sendable {
+    public enum Failure: Error, CustomStringConvertible {
+        case noResolver
+        case timedOut(SocketAddress)
+        case malformedQuery
+
+        public var description: String {
+            switch self {
+            case .noResolver: return "no DNS resolver is configured on the server"
+            case .timedOut(let resolver): return "the resolver \(resolver) did not answer in time"
+            case .malformedQuery: return "the DNS query is shorter than a DNS header"
+            }
+        }
+    }
+
+    public var resolver: SocketAddress?
+    public var timeout: TimeAmount
+
+    public init(resolver: SocketAddress?, timeout: TimeAmount = .seconds(5)) {
+        self.resolver = resolver
+        self.timeout = timeout
+    }
+
+    /// The first `nameserver` of resolv.conf text, port 53.
+    public static func firstNameserver(inResolvConf text: String) -> SocketAddress? {
+        for line in text.split(whereSeparator: \.isNewline) {
+            let fields = line.split(whereSeparator: \.isWhitespace)
+            if fields.count >= 2, fields[0] == "nameserver",
+                let address = try? SocketAddress(ipAddress: String(fields[1].split(separator: "%")[0]), port: 53)
+            {
+                return address
+            }
+        }
+        return nil
+    }
+
+    public func forward(_ query: ByteBuffer, on eventLoop: EventLoop) -> EventLoopFuture<(answer: ByteBuffer, source: String)> {
+        guard let resolver else { return eventLoop.makeFailedFuture(Failure.noResolver) }
+        guard let transaction = query.getInteger(at: query.readerIndex, as: UInt16.self) else {
+            return eventLoop.makeFailedFuture(Failure.malformedQuery)
+        }
+        let promise = eventLoop.makePromise(of: (answer: ByteBuffer, source: String).self)
+        let source = TunnelEndpoint(resolver).description
+        DatagramBootstrap(group: eventLoop)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(DNSAnswerHandler(transaction: transaction, promise: promise))
+                }
+            }
+            .connect(to: resolver)
+            .whenComplete { result in
+                switch result {
+                case .success(let channel):
+                    channel.writeAndFlush(AddressedEnvelope(remoteAddress: resolver, data: query), promise: nil)
+                    let timer = channel.eventLoop.scheduleTask(in: timeout) {
+                        promise.fail(Failure.timedOut(resolver))
+                    }
+                    promise.futureResult.whenComplete { _ in
+                        timer.cancel()
+                        channel.close(promise: nil)
+                    }
+                case .failure(let error):
+                    promise.fail(error)
+                }
+            }
+        return promise.futureResult.map { (answer: $0.answer, source: source) }
+    }
+}
+
+/// Completes the query's promise with the first datagram whose transaction id matches.
+private final class DNSAnswerHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+
+    private let transaction: UInt16
+    private let promise: EventLoopPromise<(answer: ByteBuffer, source: String)>
+
+    init(transaction: UInt16, promise: EventLoopPromise<(answer: ByteBuffer, source: String)>) {
+        self.transaction = transaction
+        self.promise = promise
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        guard envelope.data.getInteger(at: envelope.data.readerIndex, as: UInt16.self) == transaction else { return }
+        promise.succeed((answer: envelope.data, source: ""))
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // Port unreachable and the like: keep waiting until the timeout.
+    }
+}

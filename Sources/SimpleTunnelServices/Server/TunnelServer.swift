@@ -1,0 +1,124 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// Accepts tunnels on a TCP listener (TLS unless told otherwise) and serves
+/// each with its own multiplexer on one event loop, opening real sockets for
+/// the flows its client asks for.
+public final class TunnelServer: Sendable {
+    public struct Settings: Sendable {
+        public var host = "127.0.0.1"
+        public var port = 4433
+        /// Nil only for `--plaintext`, which Apple's stock sample app needs.
+        public var tls: TLSContext?
+        public var multiplexerLimits = TunnelMultiplexer.Limits()
+        public var maximumTunnels = 256
+        /// Time a client has to finish TLS and send its first message.
+        public var firstMessageTimeout: TimeAmount = .seconds(10)
+        public var opener = ServerFlowOpener.Settings()
+        /// The configuration `fetchConfiguration` answers with (PROTOCOL.md A5).
+        public var clientConfiguration: [String: PropertyListValue] = [:]
+        public var dns = DNSForwarder(resolver: nil)
+
+        public init() {}
+    }
+
+    private let channel: Channel
+    private let tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>
+    public let localAddress: SocketAddress
+    private let logger: Logger
+
+    private init(channel: Channel, tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>, logger: Logger) throws {
+        self.channel = channel
+        self.tunnels = tunnels
+        self.logger = logger
+        guard let address = channel.localAddress else {
+            throw ChannelError.unknownLocalAddress
+        }
+        self.localAddress = address
+    }
+
+    /// Binds the listener and starts accepting tunnels.
+    public static func start(settings: Settings, group: EventLoopGroup, logger: Logger) async throws -> TunnelServer {
+        let tunnels = NIOLockedValueBox<[ObjectIdentifier: Channel]>([:])
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.so_keepalive), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
+            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 16 * 1024, maximum: 256 * 1024))
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try Self.initializeTunnel(channel, settings: settings, tunnels: tunnels, logger: logger)
+                }
+            }
+            .bind(host: settings.host, port: settings.port)
+            .get()
+        let server = try TunnelServer(channel: channel, tunnels: tunnels, logger: logger)
+        logger.notice("listening on \(TunnelEndpoint(server.localAddress))", metadata: ["tls": "\(settings.tls != nil)"])
+        return server
+    }
+
+    private static func initializeTunnel(
+        _ channel: Channel,
+        settings: Settings,
+        tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>,
+        logger: Logger
+    ) throws {
+        var logger = logger
+        logger[metadataKey: "peer"] = "\(channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown")"
+        let admitted = tunnels.withLockedValue { tunnels -> Bool in
+            guard tunnels.count < settings.maximumTunnels else { return false }
+            tunnels[ObjectIdentifier(channel)] = channel
+            return true
+        }
+        guard admitted else {
+            logger.warning("refusing tunnel", metadata: ["reason": "the server already serves \(settings.maximumTunnels) tunnels"])
+            channel.close(promise: nil)
+            return
+        }
+        channel.closeFuture.whenComplete { _ in
+            _ = tunnels.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+        }
+        let pipeline = channel.pipeline.syncOperations
+        if let tls = settings.tls {
+            try pipeline.addHandler(TLSHandler(context: tls, logger: logger))
+        }
+        try pipeline.addTunnelMessageCodec()
+        let eventLoop = channel.eventLoop
+        try pipeline.addHandler(
+            TunnelChannelHandler(
+                role: {
+                    .server(
+                        opener: ServerFlowOpener(eventLoop: eventLoop, settings: settings.opener, logger: logger),
+                        responder: ServerRequestResponder(configuration: settings.clientConfiguration, dns: settings.dns, eventLoop: eventLoop)
+                    )
+                },
+                limits: settings.multiplexerLimits,
+                firstMessageTimeout: settings.firstMessageTimeout,
+                logger: logger
+            )
+        )
+        logger.info("tunnel connected")
+    }
+
+    /// Tunnels being served now.
+    public var tunnelCount: Int {
+        tunnels.withLockedValue { $0.count }
+    }
+
+    /// Stops accepting, then closes every tunnel (TLS sends close_notify) and waits for them.
+    public func shutdown() async {
+        try? await channel.close()
+        let open = tunnels.withLockedValue { Array($0.values) }
+        logger.notice("shutting down", metadata: ["tunnels": "\(open.count)"])
+        for tunnel in open {
+            try? await tunnel.close()
+        }
+    }
+
+    /// Completes when the listener closes.
+    public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+@testable import SimpleTunnelServices
+
+/// Real-socket peers on 127.0.0.1 for end-to-end tests.
+enum LoopbackPeers {
+    /// A TCP echo server: echoes everything, and after the client's FIN
+    /// (half-close) sends its own FIN once all is echoed.
+    static func echoServer(group: EventLoopGroup) async throws -> Channel {
+        try await ServerBootstrap(group: group)
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(EchoHandler())
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+    }
+
+    /// A UDP echo server answering each datagram to its sender.
+    static func udpEchoServer(group: EventLoopGroup) async throws -> Channel {
+        try await DatagramBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(UDPEchoHandler())
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+    }
+
+    /// Connects, sends `payload`, half-closes, and returns everything received until the peer's FIN.
+    static func exchange(_ payload: ByteBuffer, port: Int, group: EventLoopGroup, host: String = "127.0.0.1") async throws -> ByteBuffer {
+        let collector = CollectingHandler()
+        let channel = try await ClientBootstrap(group: group)
+            .channelOption(.allowRemoteHalfClosure, value: true)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(collector)
+                }
+            }
+            .connect(host: host, port: port)
+            .get()
+        let received = collector.promise(on: channel.eventLoop)
+        try await channel.writeAndFlush(payload)
+        try await channel.close(mode: .output)
+        let result = try await received.get()
+        try? await channel.close()
+        return result
+    }
+
+    /// Sends one datagram from a fresh socket and waits for one answer.
+    static func udpRoundTrip(_ payload: ByteBuffer, port: Int, group: EventLoopGroup, timeout: TimeAmount = .seconds(10)) async throws -> ByteBuffer {
+        let handler = FirstDatagramHandler()
+        let channel = try await DatagramBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        defer { channel.close(promise: nil) }
+        let answer = handler.promise(on: channel.eventLoop)
+        let destination = try SocketAddress(ipAddress: "127.0.0.1", port: port)
+        try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: destination, data: payload))
+        let timer = channel.eventLoop.scheduleTask(in: timeout) { answer.fail(ChannelError.connectTimeout(timeout)) }
+        defer { timer.cancel() }
+        return try await answer.futureResult.get()
+    }
+
+    /// `count` bytes of a pattern that differs per offset, to catch reordering.
+    static func payload(_ count: Int, seed: UInt8 = 7) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(count)
+        for index in 0..<count {
+            buffer.writeInteger(UInt8(truncatingIfNeeded: index &* 31 &+ index >> 8 &+ Int(seed)))
+        }
+        return buffer
+    }
+}
+
+final class EchoHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.write(data, promise: nil)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.flush()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer())).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+}
+
+final class UDPEchoHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    typealias OutboundOut = AddressedEnvelope<ByteBuffer>
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: envelope.data)), promise: nil)
+    }
+}
+
+/// Gathers a stream until the peer's FIN or close.
+final class CollectingHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+
+    private var received = ByteBuffer()
+    private var result: EventLoopPromise<ByteBuffer>?
+
+    func promise(on eventLoop: EventLoop) -> EventLoopFuture<ByteBuffer> {
+        let promise = eventLoop.makePromise(of: ByteBuffer.self)
+        eventLoop.execute { self.result = promise }
+        return promise.futureResult
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        received.writeBuffer(&bytes)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            result?.succeed(received)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        result?.succeed(received)
+    }
+}
+
+final class FirstDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    private var answer: EventLoopPromise<ByteBuffer>?
+
+    func promise(on eventLoop: EventLoop) -> EventLoopPromise<ByteBuffer> {
+        let promise = eventLoop.makePromise(of: ByteBuffer.self)
+        eventLoop.execute { self.answer = promise }
+        return promise
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        answer?.succeed(unwrapInboundIn(data).data)
+    }
+}
