@@ -11,7 +11,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
     private let identifier: TunnelConnectionIdentifier
     private weak var sink: FlowEventSink?
     private let eventLoop: EventLoop
-    private let resolver: HostResolver
+    private let resolver: any NameResolver
     private let authorizer: any DestinationAuthorizer
     private let logger: Logger
 
@@ -33,7 +33,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         identifier: TunnelConnectionIdentifier,
         sink: FlowEventSink,
         eventLoop: EventLoop,
-        resolver: HostResolver,
+        resolver: any NameResolver,
         authorizer: any DestinationAuthorizer,
         logger: Logger
     ) {

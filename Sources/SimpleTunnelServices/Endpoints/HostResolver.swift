@@ -7,9 +7,16 @@ import Glibc
 import Musl
 #endif
 
+/// Turns a destination's host into addresses; `HostResolver` is the system's.
+public protocol NameResolver: Sendable {
+    /// The addresses of `host` (or the literal itself); fails with
+    /// `HostResolver.Failure.noSuchHost` when the name does not resolve.
+    func resolve(host: String, port: Int, kind: HostResolver.SocketKind, on eventLoop: EventLoop) -> EventLoopFuture<[SocketAddress]>
+}
+
 /// Resolves host names with the system resolver (`getaddrinfo`, so
 /// /etc/hosts, nsswitch and resolv.conf apply) on NIO's blocking-I/O pool.
-public struct HostResolver: Sendable {
+public struct HostResolver: NameResolver {
     public enum Failure: Error, Equatable, CustomStringConvertible {
         /// The name does not resolve (PROTOCOL.md A4 result 2).
         case noSuchHost(host: String, reason: String)

@@ -13,7 +13,7 @@ public final class ServerFlowOpener: FlowOpener {
     public struct Settings: Sendable {
         public var connectTimeout: TimeAmount = .seconds(10)
         public var authorizer: any DestinationAuthorizer = AllowAllDestinations()
-        public var resolver = HostResolver()
+        public var resolver: any NameResolver = HostResolver()
         /// Addresses of one name tried before giving up.
         public var maximumConnectAttempts = 4
 

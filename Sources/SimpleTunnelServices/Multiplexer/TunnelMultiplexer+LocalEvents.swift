@@ -12,6 +12,7 @@ extension TunnelMultiplexer: FlowEventSink {
 
     public func flowDidReadEndOfFile(_ identifier: TunnelConnectionIdentifier) {
         guard flows[identifier] != nil else { return }
+        logger.trace("local end of file", metadata: ["flow": "\(identifier)"])
         if flows[identifier]?.localReadEnded() == true {
             afterQueueChange(identifier)
         }
@@ -35,6 +36,7 @@ extension TunnelMultiplexer: FlowEventSink {
 
     public func flowDidClose(_ identifier: TunnelConnectionIdentifier) {
         guard let flow = flows[identifier] else { return }
+        logger.trace("local socket closed", metadata: ["flow": "\(identifier)"])
         switch flow.phase {
         case .open:
             _ = flows[identifier]?.localClosed()

@@ -16,7 +16,7 @@ struct TunnelFixture {
 
     static let logger: Logger = {
         var logger = Logger(label: "test")
-        logger.logLevel = ProcessInfo.processInfo.environment["TUNNEL_TEST_LOG"] == nil ? .critical : .debug
+        logger.logLevel = ProcessInfo.processInfo.environment["TUNNEL_TEST_LOG"] == nil ? .critical : .trace
         return logger
     }()
 

@@ -1,0 +1,159 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+@testable import SimpleTunnelServices
+
+/// A test client speaking the wire protocol by hand over plaintext, to send
+/// exactly what a test wants (good or bad) and see exactly what comes back.
+final class RawTunnelPeer: Sendable {
+    let channel: Channel
+    private let inbox: Inbox
+
+    private init(channel: Channel, inbox: Inbox) {
+        self.channel = channel
+        self.inbox = inbox
+    }
+
+    static func connect(port: Int, group: EventLoopGroup) async throws -> RawTunnelPeer {
+        let inbox = Inbox()
+        let channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addTunnelMessageCodec()
+                    try channel.pipeline.syncOperations.addHandler(InboxHandler(inbox: inbox))
+                }
+            }
+            .connect(host: "127.0.0.1", port: port)
+            .get()
+        return RawTunnelPeer(channel: channel, inbox: inbox)
+    }
+
+    func send(_ messages: TunnelMessage...) async throws {
+        for message in messages {
+            channel.write(message, promise: nil)
+        }
+        channel.flush()
+    }
+
+    /// Sends `payload` as `data` messages of at most 32 KiB (a frame holds 128 KiB).
+    func sendData(_ payload: ByteBuffer, for identifier: TunnelConnectionIdentifier) async throws {
+        var remaining = payload
+        while remaining.readableBytes > 0 {
+            let chunk = remaining.readSlice(length: min(32 * 1024, remaining.readableBytes)) ?? ByteBuffer()
+            channel.write(TunnelMessage.data(identifier: identifier, payload: chunk), promise: nil)
+        }
+        channel.flush()
+    }
+
+    /// Sends a frame whose payload is `propertyList`, whatever it holds.
+    func send(propertyList: PropertyListValue) async throws {
+        var frame = ByteBuffer()
+        let payload = BinaryPropertyListWriter.bytes(propertyList)
+        frame.writeInteger(UInt32(payload.readableBytes + 4), endianness: .little)
+        frame.writeImmutableBuffer(payload)
+        try await sendRaw(frame)
+    }
+
+    /// Sends bytes past the codec.
+    func sendRaw(_ bytes: ByteBuffer) async throws {
+        let context = try await channel.pipeline.context(handlerType: MessageToByteHandler<TunnelMessageEncoder>.self).get()
+        try await channel.eventLoop.submit {
+            context.writeAndFlush(NIOAny(bytes), promise: nil)
+        }.get()
+    }
+
+    /// The next message from the server, skipping those `skip` accepts; nil
+    /// if none comes within `timeout` or the tunnel closed.
+    func next(timeout: TimeAmount = .seconds(10), skip: (TunnelMessage) -> Bool = { _ in false }) async -> TunnelMessage? {
+        let deadline = NIODeadline.now() + timeout
+        while NIODeadline.now() < deadline {
+            if let message = inbox.pop() {
+                if case .message(let decoded) = message, !skip(decoded) { return decoded }
+                continue
+            }
+            if inbox.isClosed { return nil }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return nil
+    }
+
+    /// Waits for the server to close the tunnel.
+    func waitForClose(timeout: TimeAmount = .seconds(10)) async -> Bool {
+        let deadline = NIODeadline.now() + timeout
+        while NIODeadline.now() < deadline {
+            if inbox.isClosed { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return false
+    }
+
+    /// Data received for `identifier` until `close(write)` or `close(all)` for it.
+    func collectData(for identifier: TunnelConnectionIdentifier, timeout: TimeAmount = .seconds(20)) async -> (data: ByteBuffer, closedWith: TunnelConnectionCloseDirection?) {
+        var collected = ByteBuffer()
+        while let message = await next(timeout: timeout) {
+            switch message {
+            case .data(identifier, var payload, _):
+                collected.writeBuffer(&payload)
+            case .close(identifier, let direction) where direction == .write || direction == .all:
+                return (collected, direction)
+            default:
+                continue
+            }
+        }
+        return (collected, nil)
+    }
+
+    func close() async {
+        try? await channel.close()
+    }
+
+    final class Inbox: Sendable {
+        private let state = NIOLockedValueBox<(messages: [TunnelInboundMessage], closed: Bool)>(([], false))
+
+        func push(_ message: TunnelInboundMessage) { state.withLockedValue { $0.messages.append(message) } }
+        func markClosed() { state.withLockedValue { $0.closed = true } }
+        var isClosed: Bool { state.withLockedValue { $0.closed && $0.messages.isEmpty } }
+
+        func pop() -> TunnelInboundMessage? {
+            state.withLockedValue { state in
+                state.messages.isEmpty ? nil : state.messages.removeFirst()
+            }
+        }
+    }
+
+    private final class InboxHandler: ChannelInboundHandler {
+        typealias InboundIn = TunnelInboundMessage
+        let inbox: Inbox
+
+        init(inbox: Inbox) { self.inbox = inbox }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            inbox.push(unwrapInboundIn(data))
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            inbox.markClosed()
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: Error) {
+            context.close(promise: nil)
+        }
+    }
+}
+
+/// Answers names from a table; everything else does not resolve. Lets tests
+/// exercise name failures without asking any real resolver.
+struct StaticNameResolver: NameResolver {
+    var table: [String: String] = ["localhost": "127.0.0.1"]
+
+    func resolve(host: String, port: Int, kind: HostResolver.SocketKind, on eventLoop: EventLoop) -> EventLoopFuture<[SocketAddress]> {
+        if let literal = try? SocketAddress(ipAddress: host, port: port) {
+            return eventLoop.makeSucceededFuture([literal])
+        }
+        guard let address = table[host.lowercased()], let resolved = try? SocketAddress(ipAddress: address, port: port) else {
+            return eventLoop.makeFailedFuture(HostResolver.Failure.noSuchHost(host: host, reason: "not in the test's table"))
+        }
+        return eventLoop.makeSucceededFuture([resolved])
+    }
+}
