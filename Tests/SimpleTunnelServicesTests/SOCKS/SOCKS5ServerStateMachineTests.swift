@@ -165,14 +165,14 @@ struct SOCKS5ServerStateMachineTests {
         let stream = Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectDomain("example.com", port: 80), early)
         let actions = machine.receive(stream, split)
         #expect(actions == [Self.acceptedGreeting, .request(.connect(TunnelEndpoint(host: "example.com", port: 80)))])
-        #expect(machine.reply(.failure(.succeeded)) == .establish(replyBytes: Bytes.reply(0), leftover: early, inputClosed: false))
+        #expect(machine.reply(.succeeded(boundAddress: nil)) == .establish(replyBytes: Bytes.reply(0), leftover: early, inputClosed: false))
     }
 
     @Test func keepsTheEndOfInputThatFollowsPipelinedData() {
         var machine = Self.machineAwaitingReply()
         #expect(machine.receiveBytes(ByteBuffer(string: "hello")) == [])
         #expect(machine.receiveEndOfInput() == nil)
-        #expect(machine.reply(.failure(.succeeded)) == .establish(replyBytes: Bytes.reply(0), leftover: ByteBuffer(string: "hello"), inputClosed: true))
+        #expect(machine.reply(.succeeded(boundAddress: nil)) == .establish(replyBytes: Bytes.reply(0), leftover: ByteBuffer(string: "hello"), inputClosed: true))
     }
 
     @Test func failureReplyDropsPipelinedData() {
@@ -267,7 +267,7 @@ struct SOCKS5ServerStateMachineTests {
         let flood = ByteBuffer(repeating: 0x41, count: 1025)
         let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectIPv4([192, 0, 2, 1], port: 80), flood), .allAtOnce)
         #expect(actions == [Self.acceptedGreeting, .fail(.tooMuchDataBeforeReply(limit: 1024), replyBytes: Bytes.reply(0x01))])
-        #expect(machine.reply(.failure(.succeeded)) == .ignore)
+        #expect(machine.reply(.succeeded(boundAddress: nil)) == .ignore)
     }
 
     @Test func cutsOffTooMuchDataWhileTheRequestIsPending() {
@@ -295,7 +295,7 @@ struct SOCKS5ServerStateMachineTests {
     @Test func anOutcomeAfterTheConnectionClosedIsIgnored() {
         var machine = Self.machineAwaitingReply()
         machine.connectionClosed()
-        #expect(machine.reply(.failure(.succeeded)) == .ignore)
+        #expect(machine.reply(.succeeded(boundAddress: nil)) == .ignore)
     }
 
     // MARK: Messages

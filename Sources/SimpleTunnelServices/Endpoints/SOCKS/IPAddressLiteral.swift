@@ -39,8 +39,8 @@ enum IPAddressLiteral {
     /// because that is the host the client meant and the tunnel can reach.
     static func ipv6Text(_ bytes: [UInt8]) -> String {
         precondition(bytes.count == 16, "an IPv6 address has 16 bytes")
-        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
-            return ipv4Text(bytes[12...])
+        if let ipv4 = mappedIPv4(in: bytes) {
+            return ipv4Text(ipv4)
         }
         let groups = (0..<8).map { UInt16(bytes[2 * $0]) << 8 | UInt16(bytes[2 * $0 + 1]) }
         let run = longestZeroRun(in: groups)
@@ -49,6 +49,12 @@ enum IPAddressLiteral {
         }
         guard let run else { return text(0..<8) }
         return text(0..<run.lowerBound) + "::" + text(run.upperBound..<8)
+    }
+
+    /// The IPv4 address inside an IPv4-mapped IPv6 address (::ffff:0:0/96).
+    static func mappedIPv4(in ipv6: [UInt8]) -> [UInt8]? {
+        guard ipv6.count == 16, ipv6[0..<10].allSatisfy({ $0 == 0 }), ipv6[10] == 0xFF, ipv6[11] == 0xFF else { return nil }
+        return Array(ipv6[12...])
     }
 
     // MARK: - Parsing helpers

@@ -24,8 +24,8 @@ struct SOCKS5Address: Hashable, Sendable {
         if let ipv4 = IPAddressLiteral.ipv4Bytes(endpoint.host) {
             self.init(type: SOCKS5Wire.AddressType.ipv4, addressBytes: ipv4, port: port)
         } else if let ipv6 = IPAddressLiteral.ipv6Bytes(endpoint.host) {
-            if ipv6[0..<10].allSatisfy({ $0 == 0 }), ipv6[10] == 0xFF, ipv6[11] == 0xFF {
-                self.init(type: SOCKS5Wire.AddressType.ipv4, addressBytes: Array(ipv6[12...]), port: port)
+            if let ipv4 = IPAddressLiteral.mappedIPv4(in: ipv6) {
+                self.init(type: SOCKS5Wire.AddressType.ipv4, addressBytes: ipv4, port: port)
             } else {
                 self.init(type: SOCKS5Wire.AddressType.ipv6, addressBytes: ipv6, port: port)
             }

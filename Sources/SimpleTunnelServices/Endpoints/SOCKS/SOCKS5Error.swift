@@ -58,7 +58,8 @@ public enum SOCKS5Error: Error, Hashable, Sendable, CustomStringConvertible {
             return "SOCKS client asked for BIND (0x02), which this proxy does not support; only CONNECT and UDP ASSOCIATE "
                 + "are carried through the tunnel (turn off features that need inbound connections, such as active-mode FTP)"
         case .unsupportedCommand(let command):
-            return "SOCKS client sent unknown command \(Self.hex(command)); only CONNECT (0x01) and UDP ASSOCIATE (0x03) are supported"
+            return "SOCKS client sent unknown command \(Self.hex(command)); "
+                + "only CONNECT (0x01) and UDP ASSOCIATE (0x03) are supported"
         case .nonZeroReservedByte(let value):
             return "SOCKS client put \(Self.hex(value)) in a reserved field that RFC 1928 requires to be zero; "
                 + "the client does not speak standard SOCKS5"

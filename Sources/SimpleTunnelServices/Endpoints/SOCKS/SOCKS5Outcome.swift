@@ -30,6 +30,11 @@ public struct SOCKS5Outcome: Sendable, Hashable {
         self.init(reply: SOCKS5ReplyCode(result), boundAddress: boundAddress)
     }
 
+    /// A success reply bound to a socket's address (nil: 0.0.0.0:0).
+    public static func succeeded(boundAddress: SocketAddress?) -> SOCKS5Outcome {
+        SOCKS5Outcome(reply: .succeeded, boundAddress: boundAddress)
+    }
+
     /// A failure reply; RFC 1928 leaves BND meaningless there, so 0.0.0.0:0.
     public static func failure(_ reply: SOCKS5ReplyCode) -> SOCKS5Outcome {
         SOCKS5Outcome(reply: reply, boundAddress: nil)

@@ -165,7 +165,8 @@ public struct SOCKS5ServerStateMachine: Sendable {
         }
         guard methods.contains(SOCKS5Wire.Method.noAuthentication) else {
             state = .failed
-            return [.fail(.noAcceptableAuthenticationMethod(offered: methods), replyBytes: Self.methodSelection(SOCKS5Wire.Method.noAcceptableMethods))]
+            let refusal = Self.methodSelection(SOCKS5Wire.Method.noAcceptableMethods)
+            return [.fail(.noAcceptableAuthenticationMethod(offered: methods), replyBytes: refusal)]
         }
         return advance(request: buffered, actions: [.sendBytes(Self.methodSelection(SOCKS5Wire.Method.noAuthentication))])
     }
