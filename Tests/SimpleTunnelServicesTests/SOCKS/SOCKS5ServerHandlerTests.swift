@@ -26,6 +26,21 @@ struct SOCKS5ServerHandlerTests {
         _ = try harness.channel.finish()
     }
 
+    @Test func repliesToUDPAssociateWithTheRelayAddress() throws {
+        let harness = try Harness()
+        let associate = Bytes.request(command: 0x03, addressType: 0x01, address: [0, 0, 0, 0], port: 0)
+        try harness.channel.writeInbound(Bytes.glued(Bytes.noAuthenticationGreeting, associate))
+        #expect(harness.requests.received == [.udpAssociate(clientHint: nil)])
+        _ = try harness.channel.readOutbound(as: ByteBuffer.self)
+
+        let relay = try SocketAddress(ipAddress: "::1", port: 40000)
+        harness.requests.promises[0].succeed(.succeeded(boundAddress: relay))
+        let expected = ByteBuffer(hex: "05 00 00 04 00000000000000000000000000000001 9c40")
+        #expect(try harness.channel.readOutbound(as: ByteBuffer.self) == expected)
+        #expect(harness.socksHandlerIsInPipeline == false)
+        _ = try harness.channel.finish()
+    }
+
     @Test func answersASynchronouslyCompletedRequestInsideTheSameRead() throws {
         let harness = try Harness(answer: { request, channel in
             channel.eventLoop.makeSucceededFuture(.succeeded(boundAddress: nil))

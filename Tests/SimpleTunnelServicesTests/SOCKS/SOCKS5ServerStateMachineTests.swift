@@ -98,6 +98,36 @@ struct SOCKS5ServerStateMachineTests {
         #expect(actions.last == .request(.udpAssociate(clientHint: TunnelEndpoint(host: "0.0.0.0", port: 40000))))
     }
 
+    /// Any cut of the stream into reads gives the same decisions and the
+    /// same leftover as reading it whole.
+    @Test(arguments: [
+        Bytes.connectIPv4([192, 0, 2, 1], port: 80),
+        Bytes.connectDomain("example.com", port: 443),
+        Bytes.connectIPv6([UInt8](repeating: 0xAB, count: 16), port: 22),
+        Bytes.request(command: 0x03, addressType: 0x01, address: [0, 0, 0, 0], port: 0),
+        Bytes.request(command: 0x02, addressType: 0x01, address: [0, 0, 0, 0], port: 0),
+    ])
+    func randomCutsDecideLikeOneRead(request: ByteBuffer) {
+        let stream = Bytes.glued(Bytes.greeting(methods: [0x02, 0x00]), request, ByteBuffer(counter: 100))
+        var whole = SOCKS5ServerStateMachine()
+        let expected = whole.receiveBytes(stream)
+        let expectedReply = whole.phase == .awaitingReply ? whole.reply(.succeeded(boundAddress: nil)) : nil
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            var machine = SOCKS5ServerStateMachine()
+            var remaining = stream
+            var actions: [SOCKS5ServerStateMachine.Action] = []
+            while remaining.readableBytes > 0 {
+                let length = Int.random(in: 1...min(remaining.readableBytes, 12), using: &generator)
+                if let chunk = remaining.readSlice(length: length) { actions += machine.receiveBytes(chunk) }
+            }
+            #expect(actions == expected)
+            if expectedReply != nil {
+                #expect(machine.reply(.succeeded(boundAddress: nil)) == expectedReply)
+            }
+        }
+    }
+
     // MARK: Replies
 
     @Test(arguments: TunnelConnectionOpenResult.allCases)

@@ -15,6 +15,10 @@ import NIOCore
 /// its future succeeds. On failure it writes the error reply, if the
 /// protocol has one, and closes the channel. If the channel closes while the
 /// request is pending, the future's later result is ignored.
+///
+/// A client that half-closes right after its request (end of input while the
+/// request is pending) keeps its connection only if the channel allows remote
+/// half-closure; the end of input then follows the leftover bytes.
 public final class SOCKS5ServerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = ByteBuffer
     public typealias InboundOut = ByteBuffer
