@@ -127,7 +127,7 @@ struct SOCKS5LoopbackTests {
         return ClientBootstrap(group: client.eventLoop)
             .connect(host: "127.0.0.1", port: endpoint.port)
             .flatMapThrowing { server in
-                let (clientSide, serverSide) = GlueHandler.pair()
+                let (clientSide, serverSide) = TestSocketGlue.pair()
                 try client.pipeline.syncOperations.addHandler(clientSide)
                 try server.pipeline.syncOperations.addHandler(serverSide)
                 return SOCKS5Outcome(reply: .succeeded, boundAddress: server.localAddress)

@@ -10,19 +10,19 @@ struct SOCKS5ServerStateMachineTests {
 
     // MARK: Requests and address types
 
-    @Test(arguments: Split.allCases)
-    func connectToIPv4(split: Split) {
+    @Test(arguments: ByteStreamCut.allCases)
+    func connectToIPv4(cut: ByteStreamCut) {
         var machine = SOCKS5ServerStateMachine()
-        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectIPv4([192, 0, 2, 1], port: 443)), split)
+        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectIPv4([192, 0, 2, 1], port: 443)), cut)
         #expect(actions == [Self.acceptedGreeting, .request(.connect(TunnelEndpoint(host: "192.0.2.1", port: 443)))])
         #expect(machine.phase == .awaitingReply)
     }
 
-    @Test(arguments: Split.allCases)
-    func connectToIPv6InPlainLowerCaseForm(split: Split) {
+    @Test(arguments: ByteStreamCut.allCases)
+    func connectToIPv6InPlainLowerCaseForm(cut: ByteStreamCut) {
         var machine = SOCKS5ServerStateMachine()
         let address: [UInt8] = [0x20, 0x01, 0x0D, 0xB8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0A, 0xBC]
-        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectIPv6(address, port: 8080)), split)
+        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectIPv6(address, port: 8080)), cut)
         #expect(actions == [Self.acceptedGreeting, .request(.connect(TunnelEndpoint(host: "2001:db8::abc", port: 8080)))])
     }
 
@@ -33,20 +33,20 @@ struct SOCKS5ServerStateMachineTests {
         #expect(actions.last == .request(.connect(TunnelEndpoint(host: "198.51.100.7", port: 80))))
     }
 
-    @Test(arguments: Split.allCases)
-    func connectToDomainName(split: Split) {
+    @Test(arguments: ByteStreamCut.allCases)
+    func connectToDomainName(cut: ByteStreamCut) {
         var machine = SOCKS5ServerStateMachine()
-        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectDomain("example.com", port: 80)), split)
+        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectDomain("example.com", port: 80)), cut)
         #expect(actions == [Self.acceptedGreeting, .request(.connect(TunnelEndpoint(host: "example.com", port: 80)))])
     }
 
-    @Test(arguments: [Split.allAtOnce, .byteByByte])
-    func connectToADomainNameOf255Bytes(split: Split) {
+    @Test(arguments: [ByteStreamCut.allAtOnce, .byteByByte])
+    func connectToADomainNameOf255Bytes(cut: ByteStreamCut) {
         let name = String(repeating: "a", count: 63) + "." + String(repeating: "b", count: 63) + "."
             + String(repeating: "c", count: 63) + "." + String(repeating: "d", count: 63)
         #expect(name.utf8.count == 255)
         var machine = SOCKS5ServerStateMachine()
-        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectDomain(name, port: 443)), split)
+        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectDomain(name, port: 443)), cut)
         #expect(actions == [Self.acceptedGreeting, .request(.connect(TunnelEndpoint(host: name, port: 443)))])
     }
 
@@ -69,11 +69,11 @@ struct SOCKS5ServerStateMachineTests {
         #expect(machine.receive(Bytes.greeting(methods: methods), .byteByByte) == [Self.acceptedGreeting])
     }
 
-    @Test(arguments: Split.allCases)
-    func udpAssociateWithAllZerosHasNoHint(split: Split) {
+    @Test(arguments: ByteStreamCut.allCases)
+    func udpAssociateWithAllZerosHasNoHint(cut: ByteStreamCut) {
         var machine = SOCKS5ServerStateMachine()
         let request = Bytes.request(command: 0x03, addressType: 0x01, address: [0, 0, 0, 0], port: 0)
-        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, request), split)
+        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, request), cut)
         #expect(actions == [Self.acceptedGreeting, .request(.udpAssociate(clientHint: nil))])
     }
 
@@ -188,12 +188,12 @@ struct SOCKS5ServerStateMachineTests {
 
     // MARK: Data pipelined after the request
 
-    @Test(arguments: Split.allCases)
-    func keepsDataSentRightAfterTheRequest(split: Split) {
+    @Test(arguments: ByteStreamCut.allCases)
+    func keepsDataSentRightAfterTheRequest(cut: ByteStreamCut) {
         var machine = SOCKS5ServerStateMachine()
         let early = ByteBuffer(string: "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
         let stream = Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectDomain("example.com", port: 80), early)
-        let actions = machine.receive(stream, split)
+        let actions = machine.receive(stream, cut)
         #expect(actions == [Self.acceptedGreeting, .request(.connect(TunnelEndpoint(host: "example.com", port: 80)))])
         #expect(machine.reply(.succeeded(boundAddress: nil)) == .establish(replyBytes: Bytes.reply(0), leftover: early, inputClosed: false))
     }
@@ -227,10 +227,10 @@ struct SOCKS5ServerStateMachineTests {
         #expect(actions == [Self.acceptedGreeting, .fail(.unsupportedVersion(0x04), replyBytes: nil)])
     }
 
-    @Test(arguments: Split.allCases)
-    func answersNoAcceptableMethodWhenOnlyAuthenticationIsOffered(split: Split) {
+    @Test(arguments: ByteStreamCut.allCases)
+    func answersNoAcceptableMethodWhenOnlyAuthenticationIsOffered(cut: ByteStreamCut) {
         var machine = SOCKS5ServerStateMachine()
-        let actions = machine.receive(Bytes.greeting(methods: [0x02]), split)
+        let actions = machine.receive(Bytes.greeting(methods: [0x02]), cut)
         #expect(actions == [.fail(.noAcceptableAuthenticationMethod(offered: [0x02]), replyBytes: ByteBuffer(bytes: [0x05, 0xFF]))])
         #expect(machine.phase == .failed)
     }
@@ -240,11 +240,11 @@ struct SOCKS5ServerStateMachineTests {
         #expect(machine.receiveBytes(ByteBuffer(bytes: [0x05, 0x00])) == [.fail(.noAuthenticationMethodsOffered, replyBytes: nil)])
     }
 
-    @Test(arguments: Split.allCases)
-    func refusesBindWithCommandNotSupported(split: Split) {
+    @Test(arguments: ByteStreamCut.allCases)
+    func refusesBindWithCommandNotSupported(cut: ByteStreamCut) {
         var machine = SOCKS5ServerStateMachine()
         let bind = Bytes.request(command: 0x02, addressType: 0x01, address: [192, 0, 2, 1], port: 21)
-        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, bind), split)
+        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, bind), cut)
         #expect(actions == [Self.acceptedGreeting, .fail(.unsupportedCommand(0x02), replyBytes: Bytes.reply(0x07))])
         #expect(machine.phase == .failed)
     }

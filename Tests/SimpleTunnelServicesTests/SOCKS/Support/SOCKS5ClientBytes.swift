@@ -43,7 +43,7 @@ enum SOCKS5ClientBytes {
 }
 
 /// Ways of cutting one byte stream into reads.
-enum Split: CaseIterable, CustomStringConvertible {
+enum ByteStreamCut: CaseIterable, CustomStringConvertible {
     case allAtOnce
     case byteByByte
     case inPairs
@@ -81,8 +81,8 @@ enum Split: CaseIterable, CustomStringConvertible {
 }
 
 extension SOCKS5ServerStateMachine {
-    /// Feeds `bytes` cut as `split` says; returns every action in order.
-    mutating func receive(_ bytes: ByteBuffer, _ split: Split) -> [Action] {
-        split.chunks(of: bytes).flatMap { receiveBytes($0) }
+    /// Feeds `bytes` cut as `cut` says; returns every action in order.
+    mutating func receive(_ bytes: ByteBuffer, _ cut: ByteStreamCut) -> [Action] {
+        cut.chunks(of: bytes).flatMap { receiveBytes($0) }
     }
 }

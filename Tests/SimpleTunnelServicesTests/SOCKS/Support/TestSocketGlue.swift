@@ -3,18 +3,18 @@ import NIOCore
 /// Joins two channels on one event loop: what one reads, the other writes,
 /// with reads paused while the partner cannot keep up. Test-only, to prove
 /// the SOCKS handler hands a connection over cleanly.
-final class GlueHandler: ChannelDuplexHandler {
+final class TestSocketGlue: ChannelDuplexHandler {
     typealias InboundIn = NIOAny
     typealias OutboundIn = NIOAny
     typealias OutboundOut = NIOAny
 
-    private var partner: GlueHandler?
+    private var partner: TestSocketGlue?
     private var context: ChannelHandlerContext?
     private var readPending = false
 
-    static func pair() -> (GlueHandler, GlueHandler) {
-        let first = GlueHandler()
-        let second = GlueHandler()
+    static func pair() -> (TestSocketGlue, TestSocketGlue) {
+        let first = TestSocketGlue()
+        let second = TestSocketGlue()
         first.partner = second
         second.partner = first
         return (first, second)
