@@ -143,6 +143,17 @@ struct DestinationPolicyTests {
         #expect(!policy.decision(for: try SocketAddress(ipAddress: "::ffff:192.168.4.4", port: 22), requestedHost: "nas.local").isAllowed)
     }
 
+    @Test func servesAsTheFlowOpenersAuthorizer() throws {
+        let authorizer: any DestinationAuthorizer = try Self.policy(deny: ["*.internal", "10.0.0.0/8"])
+        #expect(authorizer.refusal(forHost: "db.internal", port: 1) == #"Deny rule "*.internal" matches db.internal port 1"#)
+        #expect(authorizer.refusal(forHost: "example.com", port: 1) == nil)
+        #expect(authorizer.refusal(forAddress: try SocketAddress(ipAddress: "10.0.0.1", port: 80), requestedHost: "example.com")
+            == #"Deny rule "10.0.0.0/8" matches 10.0.0.1 port 80 (resolved from example.com)"#)
+        #expect(authorizer.refusal(forAddress: try SocketAddress(ipAddress: "192.0.2.1", port: 80), requestedHost: "example.com") == nil)
+        let unix = try SocketAddress(unixDomainSocketPath: "/tmp/x")
+        #expect(authorizer.refusal(forAddress: unix, requestedHost: "example.com") != nil)
+    }
+
     @Test func theFirstBadRuleIsReported() {
         #expect(throws: DestinationRuleError(rule: "*:0", problem: #""0" is not a port (1 to 65535) or a range N-M"#)) {
             try DestinationPolicy(allow: ["*"], deny: ["10.0.0.0/8", "*:0"])

@@ -211,6 +211,18 @@ struct TunnelServerConfigurationTests {
         #expect(fromXML.server.policy.denyRules.map(\.text) == ["*:25"])
     }
 
+    @Test func theAnnotatedExampleLoads() throws {
+        let path = RepositoryPaths.root.appendingPathComponent("Examples/tunnel-server.plist").path
+        let configuration = try TunnelServerConfiguration.load(contentsOf: path, resolvConf: nil)
+        #expect(configuration.pool.count == 253)
+        #expect(configuration.server.port == 8890)
+        #expect(configuration.server.certificatePath?.hasSuffix("/Examples/tls/server-chain.pem") == true)
+        #expect(configuration.server.limits == TunnelServerSettings.Limits())
+        #expect(configuration.server.policy.allowRules.count == 4)
+        #expect(!configuration.server.policy.decision(forHost: "secrets.corp.example", port: 443).isAllowed)
+        #expect(Set(configuration.configurationForFetch().keys) == ["DNS", "Proxies"])
+    }
+
     @Test func theEmbeddedDefaultIsAUsableConfiguration() throws {
         let configuration = TunnelServerConfiguration.embeddedDefault
         #expect(configuration.pool == IPv4Address(10, 90, 0, 2)...IPv4Address(10, 90, 0, 254))

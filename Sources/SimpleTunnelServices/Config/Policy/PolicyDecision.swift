@@ -8,4 +8,10 @@ public enum PolicyDecision: Sendable, Hashable {
         if case .allowed = self { return true }
         return false
     }
+
+    /// Why the destination is refused; nil when it is allowed.
+    public var refusalReason: String? {
+        if case .refused(let reason) = self { return reason }
+        return nil
+    }
 }
