@@ -43,9 +43,7 @@ struct ConfigurationNode {
 
     /// An integer within `range`; the message states the range.
     func integer(in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
-        let expected = range.upperBound == Int.max
-            ? "an integer of at least \(range.lowerBound)"
-            : "an integer from \(range.lowerBound) to \(range.upperBound)"
+        let expected = "an integer from \(range.lowerBound) to \(range.upperBound)"
         guard case .integer(let wide) = value, let narrow = Int(exactly: wide), range.contains(narrow) else {
             throw invalid(expected: expected)
         }

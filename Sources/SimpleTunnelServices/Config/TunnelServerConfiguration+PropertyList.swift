@@ -33,7 +33,23 @@ extension TunnelServerConfiguration {
             passThroughKeys: passThroughKeys, server: server ?? TunnelServerSettings()
         )
         self = fillingMissingDNS(fromResolvConf: resolvConf)
+        try checkClientConfigurationFitsInAMessage()
     }
+
+    /// What clients receive travels inside one `openResult` frame of at most
+    /// 128 KiB (PROTOCOL.md A1); a huge pass-through key (say, a proxy
+    /// auto-configuration script pasted into `Proxies`) must fail here, at
+    /// startup, rather than on every IP flow.
+    private func checkClientConfigurationFitsInAMessage() throws(ConfigurationError) {
+        let largest = configuration(forLease: pool.upperBound)
+        let size = BinaryPropertyListWriter.bytes(.dictionary(largest)).readableBytes
+        guard size <= Self.maximumClientConfigurationSize else {
+            throw .inconsistent(.root, detail: "what clients receive is \(size) bytes once encoded, more than the \(Self.maximumClientConfigurationSize) that fit in one tunnel message; make the keys passed through to clients (Proxies, others) smaller")
+        }
+    }
+
+    /// A frame's 131072 bytes, less room for the message's own keys.
+    static let maximumClientConfigurationSize = 126_976
 
     private static func pool(_ node: ConfigurationNode) throws(ConfigurationError) -> ClosedRange<IPv4Address> {
         let pool = try node.dictionary()

@@ -104,6 +104,16 @@ struct ConfigurationErrorTests {
         #expect(Self.message(propertyList) == expected)
     }
 
+    @Test func refusesClientSettingsTooLargeForOneMessage() {
+        let script = String(repeating: "x", count: 130_000)
+        let tooLarge = SampleConfiguration.with(["Proxies": .dictionary(["ProxyAutoConfigJavaScript": .string(script)])])
+        let message = Self.message(tooLarge) ?? ""
+        #expect(message.hasPrefix("(top level): what clients receive is "))
+        #expect(message.contains("126976"))
+        let fits = SampleConfiguration.with(["Proxies": .dictionary(["ProxyAutoConfigJavaScript": .string(String(script.prefix(100_000)))])])
+        #expect(Self.message(fits) == nil)
+    }
+
     @Test func aMissingFileNamesThePathAndTheSystemsReason() {
         #expect(throws: ConfigurationError.unreadableFile(path: "/nonexistent/tunnel.plist", reason: "No such file or directory")) {
             try TunnelServerConfiguration.load(contentsOf: "/nonexistent/tunnel.plist", resolvConf: nil)
