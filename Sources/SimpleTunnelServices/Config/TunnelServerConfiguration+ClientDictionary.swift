@@ -1,0 +1,31 @@
+extension TunnelServerConfiguration {
+    /// The reply to `fetchConfiguration`: the client keys without `IPv4`
+    /// (PROTOCOL.md A5). Never contains `Pool` or `Server`.
+    public func configurationForFetch() -> [String: PropertyListValue] {
+        var dictionary = passThroughKeys
+        if let dns, !dns.servers.isEmpty {
+            dictionary["DNS"] = dns.propertyList
+        }
+        return dictionary
+    }
+
+    /// The `configuration` of a successful IP-flow `openResult`: the client
+    /// keys with `IPv4` holding the leased `Address`, `Netmask`
+    /// 255.255.255.255 and the `Routes`, if any. Never contains `Pool` or `Server`.
+    public func configuration(forLease address: IPv4Address) -> [String: PropertyListValue] {
+        var ipv4 = otherIPv4Keys
+        ipv4["Address"] = .string(address.description)
+        ipv4["Netmask"] = .string("255.255.255.255")
+        if let routes {
+            ipv4["Routes"] = .array(routes.map { route in
+                .dictionary([
+                    "Address": .string(route.address.description),
+                    "Netmask": .string(route.netmask.description),
+                ])
+            })
+        }
+        var dictionary = configurationForFetch()
+        dictionary["IPv4"] = .dictionary(ipv4)
+        return dictionary
+    }
+}

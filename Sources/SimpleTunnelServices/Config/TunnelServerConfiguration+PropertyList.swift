@@ -1,0 +1,109 @@
+extension TunnelServerConfiguration {
+    /// Reads a configuration property list (the shape of Apple's sample
+    /// `config.plist`, plus `Server`).
+    ///
+    /// - Parameters:
+    ///   - resolvConf: resolv.conf text used when there is no `DNS` key.
+    ///   - baseDirectory: folder that relative file paths under `Server` are
+    ///     relative to (the configuration file's own folder); nil keeps them as written.
+    public init(
+        propertyList: PropertyListValue, resolvConf: String? = nil, baseDirectory: String? = nil
+    ) throws(ConfigurationError) {
+        guard case .dictionary(let entries) = propertyList else {
+            throw .topLevelNotADictionary(found: propertyList.renderedForConfigurationError)
+        }
+        let top = ConfigurationDictionary(entries: entries, keyPath: .root)
+
+        let ipv4 = try top.required("IPv4", expected: "a dictionary with a Pool of addresses to lease").dictionary()
+        let pool = try Self.pool(ipv4.required("Pool", expected: "a dictionary with StartAddress and EndAddress"))
+        let routes = try ipv4.optional("Routes").map { node throws(ConfigurationError) in try Self.routes(node) }
+        var otherIPv4Keys = ipv4.entries
+        for key in ["Pool", "Routes", "Address", "Netmask"] { otherIPv4Keys[key] = nil }
+
+        let dns = try top.optional("DNS").map { node throws(ConfigurationError) in try Self.dns(node) }
+        let server = try top.optional("Server").map { node throws(ConfigurationError) in
+            try TunnelServerSettings(node, baseDirectory: baseDirectory)
+        }
+
+        var passThroughKeys = entries
+        for key in ["IPv4", "DNS", "Server"] { passThroughKeys[key] = nil }
+
+        self.init(
+            pool: pool, routes: routes, otherIPv4Keys: otherIPv4Keys, dns: dns,
+            passThroughKeys: passThroughKeys, server: server ?? TunnelServerSettings()
+        )
+        self = fillingMissingDNS(fromResolvConf: resolvConf)
+        try checkClientConfigurationFitsInAMessage()
+    }
+
+    /// What clients receive travels inside one `openResult` frame of at most
+    /// 128 KiB (PROTOCOL.md A1); a huge pass-through key (say, a proxy
+    /// auto-configuration script pasted into `Proxies`) must fail here, at
+    /// startup, rather than on every IP flow.
+    private func checkClientConfigurationFitsInAMessage() throws(ConfigurationError) {
+        let largest = configuration(forLease: pool.upperBound)
+        let size = BinaryPropertyListWriter.bytes(.dictionary(largest)).readableBytes
+        guard size <= Self.maximumClientConfigurationSize else {
+            throw .inconsistent(.root, detail: "what clients receive is \(size) bytes once encoded, more than the \(Self.maximumClientConfigurationSize) that fit in one tunnel message; make the keys passed through to clients (Proxies, others) smaller")
+        }
+    }
+
+    /// A frame's 131072 bytes, less room for the message's own keys.
+    static let maximumClientConfigurationSize = 126_976
+
+    private static func pool(_ node: ConfigurationNode) throws(ConfigurationError) -> ClosedRange<IPv4Address> {
+        let pool = try node.dictionary()
+        try pool.rejectUnknownKeys(["StartAddress", "EndAddress"])
+        let start = try pool.required("StartAddress", expected: "the first IPv4 address to lease").ipv4Address()
+        let end = try pool.required("EndAddress", expected: "the last IPv4 address to lease").ipv4Address()
+        guard start <= end else {
+            throw .inconsistent(node.keyPath, detail: "StartAddress \(start) comes after EndAddress \(end); the pool runs from StartAddress up to EndAddress, both included")
+        }
+        return start...end
+    }
+
+    private static func routes(_ node: ConfigurationNode) throws(ConfigurationError) -> [IPv4Network] {
+        var routes: [IPv4Network] = []
+        for element in try node.array(of: "routes, each a dictionary with Address and Netmask") {
+            let route = try element.dictionary()
+            let address = try route.required("Address", expected: "the route's network address, such as 10.0.0.0")
+            let netmask = try route.required("Netmask", expected: "the route's netmask, such as 255.0.0.0")
+            let addressText = try address.string(expected: "an IPv4 network address such as 10.0.0.0")
+            let netmaskText = try netmask.string(expected: "an IPv4 netmask such as 255.0.0.0")
+            do throws(NetworkParseError) {
+                routes.append(try IPv4Network(address: addressText, netmask: netmaskText))
+            } catch {
+                switch error {
+                case .invalidAddress(let text, _) where text == addressText:
+                    throw address.invalid(expected: "an IPv4 network address such as 10.0.0.0")
+                case .invalidAddress, .nonContiguousNetmask:
+                    throw netmask.invalid(expected: "a contiguous IPv4 netmask such as 255.255.0.0")
+                case .hostBitsSet, .invalidPrefixLength:
+                    throw .inconsistent(element.keyPath, detail: "\(addressText)/\(netmaskText): \(error)")
+                }
+            }
+        }
+        return routes
+    }
+
+    private static func dns(_ node: ConfigurationNode) throws(ConfigurationError) -> DNSSettings {
+        let dns = try node.dictionary()
+        let serversNode = try dns.required(
+            "Servers", expected: "an array of DNS server addresses (an empty array sends clients no DNS settings)"
+        )
+        var servers: [IPAddress] = []
+        for element in try serversNode.array(of: "IP address strings") {
+            servers.append(try element.ipAddress())
+        }
+        var searchDomains: [String] = []
+        if let domainsNode = dns.optional("SearchDomains") {
+            for element in try domainsNode.array(of: "domain name strings") {
+                searchDomains.append(try element.nonEmptyString(expected: "a domain name such as example.com"))
+            }
+        }
+        var otherKeys = dns.entries
+        otherKeys["Servers"] = nil
+        otherKeys["SearchDomains"] = nil
+        return DNSSettings(servers: servers, searchDomains: searchDomains, otherKeys: otherKeys)
+    }
+}

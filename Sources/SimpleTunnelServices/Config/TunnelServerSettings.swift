@@ -1,0 +1,71 @@
+/// The server's own settings, from the configuration's `Server` dictionary
+/// (PROTOCOL.md B4); never sent to a client.
+///
+/// Every field is a `var` so the command line can override what the file
+/// says: load the file, then assign the flags that were given. Settings the
+/// file may leave out and that only the command knows how to default
+/// (`listenAddress`, `port`, the TLS files) are optional here.
+public struct TunnelServerSettings: Sendable, Hashable {
+    /// Address to listen on (`Server.ListenAddress`); nil = the command's default.
+    public var listenAddress: String?
+    /// TCP port (`Server.Port`, 0 = any free port); nil = the command's default.
+    public var port: Int?
+    /// PEM files (`Server.Certificate`, `PrivateKey`, `ClientCA`). A relative
+    /// path in the file is taken relative to the configuration file's folder.
+    public var certificatePath: String?
+    public var privateKeyPath: String?
+    /// CA bundle for verifying client certificates; set = mutual TLS.
+    public var clientCAPath: String?
+    public var limits: Limits
+    public var policy: DestinationPolicy
+
+    public init(
+        listenAddress: String? = nil,
+        port: Int? = nil,
+        certificatePath: String? = nil,
+        privateKeyPath: String? = nil,
+        clientCAPath: String? = nil,
+        limits: Limits = Limits(),
+        policy: DestinationPolicy = .allowAll
+    ) {
+        self.listenAddress = listenAddress
+        self.port = port
+        self.certificatePath = certificatePath
+        self.privateKeyPath = privateKeyPath
+        self.clientCAPath = clientCAPath
+        self.limits = limits
+        self.policy = policy
+    }
+
+    /// `Server.Limits`: bounds on what clients may make the server hold (PROTOCOL.md B5).
+    public struct Limits: Sendable, Hashable {
+        /// Open flows of any kind in one tunnel (`FlowsPerTunnel`).
+        public var flowsPerTunnel: Int
+        /// Concurrent tunnels on the server (`Tunnels`).
+        public var tunnels: Int
+        /// Time for a client to finish TLS and send its first message (`FirstMessageTimeout`).
+        public var firstMessageTimeout: Duration
+        /// Time to connect to a TCP flow's destination (`ConnectTimeout`).
+        public var connectTimeout: Duration
+        /// A UDP flow with no datagram either way for this long is closed (`UDPIdleTimeout`).
+        public var udpIdleTimeout: Duration
+        /// UDP flows in one tunnel, each holding a socket (`UDPFlowsPerTunnel`).
+        public var udpFlowsPerTunnel: Int
+
+        public init(
+            flowsPerTunnel: Int = 4096,
+            tunnels: Int = 256,
+            firstMessageTimeout: Duration = .seconds(10),
+            connectTimeout: Duration = .seconds(10),
+            udpIdleTimeout: Duration = .seconds(60),
+            udpFlowsPerTunnel: Int = 256
+        ) {
+            self.flowsPerTunnel = flowsPerTunnel
+            self.tunnels = tunnels
+            self.firstMessageTimeout = firstMessageTimeout
+            self.connectTimeout = connectTimeout
+            self.udpIdleTimeout = udpIdleTimeout
+            self.udpFlowsPerTunnel = udpFlowsPerTunnel
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Testing
+@testable import SimpleTunnelServices
+
+@Suite("Server-only settings")
+struct TunnelServerSettingsTests {
+    @Test func defaultsWhenTheFileSaysNothing() throws {
+        let settings = try TunnelServerConfiguration(propertyList: SampleConfiguration.with()).server
+        #expect(settings.listenAddress == nil)
+        #expect(settings.port == nil)
+        #expect(settings.certificatePath == nil)
+        #expect(settings.limits.flowsPerTunnel == 4096)
+        #expect(settings.limits.tunnels == 256)
+        #expect(settings.limits.firstMessageTimeout == .seconds(10))
+        #expect(settings.limits.connectTimeout == .seconds(10))
+        #expect(settings.limits.udpIdleTimeout == .seconds(60))
+        #expect(settings.limits.udpFlowsPerTunnel == 256)
+        #expect(settings.policy == .allowAll)
+    }
+
+    @Test func readsEverySetting() throws {
+        let settings = try TunnelServerConfiguration(propertyList: SampleConfiguration.withServer([
+            "ListenAddress": .string("::"),
+            "Port": 0,
+            "Certificate": .string("/etc/tunnel/server.pem"),
+            "PrivateKey": .string("/etc/tunnel/server.key"),
+            "ClientCA": .string("/etc/tunnel/clients.pem"),
+            "Limits": .dictionary([
+                "FlowsPerTunnel": 100, "Tunnels": 3, "FirstMessageTimeout": .real(0.25),
+                "ConnectTimeout": 5, "UDPIdleTimeout": 120, "UDPFlowsPerTunnel": 7,
+            ]),
+            "Policy": .dictionary(["Allow": .strings(["*.example.com:443"]), "Deny": .strings(["10.0.0.0/8"])]),
+        ])).server
+        #expect(settings.listenAddress == "::")
+        #expect(settings.port == 0)
+        #expect(settings.certificatePath == "/etc/tunnel/server.pem")
+        #expect(settings.privateKeyPath == "/etc/tunnel/server.key")
+        #expect(settings.clientCAPath == "/etc/tunnel/clients.pem")
+        #expect(settings.limits == TunnelServerSettings.Limits(
+            flowsPerTunnel: 100, tunnels: 3, firstMessageTimeout: .milliseconds(250),
+            connectTimeout: .seconds(5), udpIdleTimeout: .seconds(120), udpFlowsPerTunnel: 7
+        ))
+        #expect(settings.policy == (try DestinationPolicy(allow: ["*.example.com:443"], deny: ["10.0.0.0/8"])))
+    }
+
+    @Test func aPartialLimitsDictionaryKeepsTheOtherDefaults() throws {
+        let limits = try TunnelServerConfiguration(propertyList: SampleConfiguration.withServer([
+            "Limits": .dictionary(["Tunnels": 2]),
+        ])).server.limits
+        #expect(limits == TunnelServerSettings.Limits(tunnels: 2))
+    }
+
+    @Test func relativeFilePathsAreRelativeToTheConfigurationFile() throws {
+        let folder = try TemporaryDirectory()
+        let path = try folder.write("server.plist", binary: SampleConfiguration.withServer([
+            "Certificate": .string("tls/server.pem"),
+            "PrivateKey": .string("/absolute/server.key"),
+        ]))
+        let settings = try TunnelServerConfiguration.load(contentsOf: path, resolvConf: nil).server
+        #expect(settings.certificatePath == folder.path + "/tls/server.pem")
+        #expect(settings.privateKeyPath == "/absolute/server.key")
+    }
+
+    @Test func withoutAFileRelativePathsStayAsWritten() throws {
+        let settings = try TunnelServerConfiguration(propertyList: SampleConfiguration.withServer([
+            "ClientCA": .string("clients.pem"),
+        ])).server
+        #expect(settings.clientCAPath == "clients.pem")
+    }
+
+    @Test func theCommandLineCanOverrideAnySetting() throws {
+        var configuration = try TunnelServerConfiguration(propertyList: SampleConfiguration.withServer(["Port": 8890]))
+        configuration.server.port = 443
+        configuration.server.limits.tunnels = 10
+        configuration.server.policy = .allowAll
+        #expect(configuration.server.port == 443)
+        #expect(configuration.server.limits.tunnels == 10)
+    }
+}
