@@ -45,8 +45,8 @@ public struct SelfSignedIdentity: Sendable {
                 wasCreated: false)
         }
 
-        let names = hostNames.filter { !IPAddressLiteral.isValid($0) }
-        let addresses = ["127.0.0.1", "::1"] + hostNames.filter { IPAddressLiteral.isValid($0) }
+        let names = hostNames.filter { IPAddress($0) == nil }
+        let addresses = ["127.0.0.1", "::1"] + hostNames.filter { IPAddress($0) != nil }
         let identity = try CertificateMaker.make(
             .init(commonName: names.first ?? "simpletunnel", dnsNames: names, ipAddresses: addresses))
         do {

@@ -242,7 +242,7 @@ final class TLSEngine {
             }
             return
         }
-        let isAddress = IPAddressLiteral.isValid(name)
+        let isAddress = IPAddress(name) != nil
         if !isAddress {
             // SNI carries host names only, never address literals (RFC 6066).
             _ = ctls_SSL_set_tlsext_host_name(ssl, name)

@@ -2,6 +2,14 @@ import Foundation
 import Testing
 @testable import SimpleTunnelServices
 
+/// The text forms SOCKS5 addresses take, through the Config layer's address types.
+private enum IPAddressLiteral {
+    static func ipv6Bytes(_ text: String) -> [UInt8]? { IPv6Address(text)?.bytes }
+    static func ipv6Text(_ bytes: [UInt8]) -> String { IPAddress.v6(IPv6Address(bytes: bytes)).unmapped.description }
+    static func ipv4Bytes(_ text: String) -> [UInt8]? { IPv4Address(text)?.bytes }
+    static func ipv4Text(_ bytes: [UInt8]) -> String { IPv4Address(bytes: bytes).description }
+}
+
 @Suite("SOCKS5 IP literals")
 struct SOCKS5IPAddressLiteralTests {
     /// RFC 5952 §4 and its examples.

@@ -21,15 +21,12 @@ struct SOCKS5Address: Hashable, Sendable {
     /// other host as a domain name.
     init(_ endpoint: TunnelEndpoint) throws(SOCKS5Error) {
         guard let port = UInt16(exactly: endpoint.port) else { throw .portOutOfRange(endpoint.port) }
-        if let ipv4 = IPAddressLiteral.ipv4Bytes(endpoint.host) {
-            self.init(type: SOCKS5Wire.AddressType.ipv4, addressBytes: ipv4, port: port)
-        } else if let ipv6 = IPAddressLiteral.ipv6Bytes(endpoint.host) {
-            if let ipv4 = IPAddressLiteral.mappedIPv4(in: ipv6) {
-                self.init(type: SOCKS5Wire.AddressType.ipv4, addressBytes: ipv4, port: port)
-            } else {
-                self.init(type: SOCKS5Wire.AddressType.ipv6, addressBytes: ipv6, port: port)
-            }
-        } else {
+        switch IPAddress(endpoint.host)?.unmapped {
+        case .v4(let ipv4):
+            self.init(type: SOCKS5Wire.AddressType.ipv4, addressBytes: ipv4.bytes, port: port)
+        case .v6(let ipv6):
+            self.init(type: SOCKS5Wire.AddressType.ipv6, addressBytes: ipv6.bytes, port: port)
+        case nil:
             let name = Array(endpoint.host.utf8)
             guard (1...255).contains(name.count) else { throw .hostNotEncodable(endpoint.host) }
             self.init(type: SOCKS5Wire.AddressType.domainName, addressBytes: name, port: port)
@@ -51,17 +48,13 @@ struct SOCKS5Address: Hashable, Sendable {
     var endpoint: TunnelEndpoint {
         let host: String
         switch type {
-        case SOCKS5Wire.AddressType.ipv4: host = IPAddressLiteral.ipv4Text(addressBytes)
-        case SOCKS5Wire.AddressType.ipv6: host = IPAddressLiteral.ipv6Text(addressBytes)
+        case SOCKS5Wire.AddressType.ipv4: host = IPv4Address(bytes: addressBytes).description
+        case SOCKS5Wire.AddressType.ipv6: host = IPAddress.v6(IPv6Address(bytes: addressBytes)).unmapped.description
         default:
-            // A name that is really an IP literal gets the same plain form as
+            // A name that is really an IPv6 literal gets the same plain form as
             // an address would, so the tunnel never sees two spellings.
             let name = String(decoding: addressBytes, as: UTF8.self)
-            if let ipv6 = IPAddressLiteral.ipv6Bytes(name) {
-                host = IPAddressLiteral.ipv6Text(ipv6)
-            } else {
-                host = name
-            }
+            host = IPv6Address(name).map { IPAddress.v6($0).unmapped.description } ?? name
         }
         return TunnelEndpoint(host: host, port: Int(port))
     }
