@@ -1,14 +1,178 @@
 import ArgumentParser
+import Logging
+import NIOPosix
+import ServiceLifecycle
+import SimpleTunnelServices
 
 @main
-struct TunnelClientCommand: ParsableCommand {
+struct TunnelClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tunnel-client",
-        abstract: "SimpleTunnel client (not yet implemented: port forwards, SOCKS5 and the IP tunnel land with later issues)."
+        abstract: "Open a SimpleTunnel tunnel and offer it locally: port forwards, a SOCKS5 proxy, the server's configuration.",
+        subcommands: [Forward.self, Socks.self, Config.self]
     )
+}
 
-    func run() throws {
-        print("tunnel-client: not implemented yet; this build only carries the wire protocol library.")
-        throw ExitCode(2)
+/// Options every subcommand takes: where the server is and how to trust it.
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: "The server, HOST:PORT ([IPv6]:PORT).")
+    var server = "127.0.0.1:4433"
+
+    @Option(help: "Verify the server against this PEM CA bundle instead of the system trust store.")
+    var ca: String?
+
+    @Option(name: .customLong("pin-sha256"), help: "Accept exactly the server certificate with this SHA-256 fingerprint (tunnel-server prints it).")
+    var pinSHA256: [String] = []
+
+    @Flag(help: "Do not verify the server at all. For experiments only.")
+    var insecure = false
+
+    @Option(help: "PEM client certificate, for servers that require mutual TLS.")
+    var cert: String?
+
+    @Option(help: "PEM private key for --cert.")
+    var key: String?
+
+    @Option(name: .customLong("server-name"), help: "Name to verify in the server's certificate and send as SNI. Default: the host of --server.")
+    var serverName: String?
+
+    @Flag(help: "No TLS (servers started with --plaintext, on loopback).")
+    var plaintext = false
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default notice.")
+    var logLevel: Logger.Level = .notice
+
+    func validate() throws {
+        _ = try launchOptions.connectionSettings()
+    }
+
+    var launchOptions: TunnelClientLaunchOptions {
+        var options = TunnelClientLaunchOptions()
+        options.server = server
+        options.caFile = ca
+        options.pinnedSHA256 = pinSHA256
+        options.insecure = insecure
+        options.certificatePath = cert
+        options.privateKeyPath = key
+        options.serverName = serverName
+        options.plaintext = plaintext
+        return options
+    }
+
+    func makeLogger() -> Logger {
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "tunnel-client")
+    }
+
+    /// Runs the client until SIGINT/SIGTERM or until the tunnel is lost.
+    func run(_ startListeners: @escaping TunnelClientService.Listeners) async throws {
+        let logger = makeLogger()
+        let service = TunnelClientService(
+            settings: try launchOptions.connectionSettings(), group: MultiThreadedEventLoopGroup.singleton,
+            logger: logger, startListeners: startListeners
+        )
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        do {
+            try await group.run()
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
     }
 }
+
+struct Forward: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Forward local ports through the tunnel, like ssh -L.",
+        discussion: "Each connection to a -L port opens a TCP flow; each source address on a -U port gets a UDP flow."
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(name: .customShort("L"), help: "TCP forward [BIND:]LPORT:HOST:PORT (repeatable).")
+    var tcp: [String] = []
+
+    @Option(name: .customShort("U"), help: "UDP forward [BIND:]LPORT:HOST:PORT (repeatable).")
+    var udp: [String] = []
+
+    func validate() throws {
+        guard !tcp.isEmpty || !udp.isEmpty else {
+            throw ValidationError("give at least one -L or -U forward, e.g. -L 8080:example.com:80")
+        }
+        for text in tcp + udp {
+            do { _ = try ForwardSpecification(parsing: text) } catch { throw ValidationError("\(error)") }
+        }
+    }
+
+    func run() async throws {
+        let tcp = try self.tcp.map { try ForwardSpecification(parsing: $0) }
+        let udp = try self.udp.map { try ForwardSpecification(parsing: $0) }
+        try await connection.run { tunnel in
+            var closers: [@Sendable () async -> Void] = []
+            let logger = Logger(label: "tunnel-client")
+            for spec in tcp {
+                let forwarder = try await TCPPortForwarder.start(
+                    bindHost: spec.bindHost, bindPort: spec.bindPort, destination: spec.destination, tunnel: tunnel, logger: logger)
+                closers.append { await forwarder.close() }
+            }
+            for spec in udp {
+                let forwarder = try await UDPPortForwarder.start(
+                    bindHost: spec.bindHost, bindPort: spec.bindPort, destination: spec.destination, tunnel: tunnel, logger: logger)
+                closers.append { await forwarder.close() }
+            }
+            return closers
+        }
+    }
+}
+
+struct Socks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Offer a SOCKS5 proxy (CONNECT and UDP ASSOCIATE, no authentication) through the tunnel.",
+        discussion: "Host names are resolved by the server: use curl --socks5-hostname, or socks5h:// URLs."
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(help: "Address and port to listen on.")
+    var listen = "127.0.0.1:1080"
+
+    func validate() throws {
+        do { _ = try TunnelClientLaunchOptions.parseServer(listen) } catch { throw ValidationError("--listen: \(error)") }
+    }
+
+    func run() async throws {
+        let listen = try TunnelClientLaunchOptions.parseServer(self.listen)
+        try await connection.run { tunnel in
+            let proxy = try await SOCKSProxy.start(bindHost: listen.host, bindPort: listen.port, tunnel: tunnel, logger: Logger(label: "tunnel-client"))
+            return [{ await proxy.close() }]
+        }
+    }
+}
+
+struct Config: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the server's configuration (fetchConfiguration) as JSON.")
+
+    @OptionGroup var connection: ConnectionOptions
+
+    func run() async throws {
+        let logger = connection.makeLogger()
+        do {
+            let tunnel = try await TunnelClientConnection.connect(
+                settings: try connection.launchOptions.connectionSettings(), group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+            print(PropertyListValue.dictionary(tunnel.serverConfiguration).jsonText())
+            await tunnel.close()
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

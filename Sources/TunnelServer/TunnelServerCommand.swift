@@ -1,14 +1,138 @@
 import ArgumentParser
+import Logging
+import NIOPosix
+import ServiceLifecycle
+import SimpleTunnelServices
 
 @main
-struct TunnelServerCommand: ParsableCommand {
+struct TunnelServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tunnel-server",
-        abstract: "SimpleTunnel server (not yet implemented: the tunnel engine lands with the app-layer issue)."
+        abstract: "Serve SimpleTunnel tunnels over TLS: TCP and UDP flows to real destinations.",
+        discussion: """
+            With no arguments it listens on 127.0.0.1:4433 with a generated self-signed \
+            certificate (its SHA-256 fingerprint is printed with a ready-to-paste client command) \
+            and the built-in configuration. Apple's form `tunnel-server <port> <config-file>` works too.
+            """
     )
 
-    func run() throws {
-        print("tunnel-server: the tunnel engine is not implemented yet; this build only carries the wire protocol library.")
-        throw ExitCode(2)
+    @Argument(help: "Port to listen on (Apple's form: tunnel-server <port> <config-file>).")
+    var positionalPort: Int?
+
+    @Argument(help: "Server configuration property list (Apple's form).")
+    var positionalConfiguration: String?
+
+    @Option(help: "Address to listen on. Default 127.0.0.1.")
+    var host: String?
+
+    @Option(help: "Port to listen on; 0 picks a free one. Default 4433.")
+    var port: Int?
+
+    @Option(help: "Server configuration property list (XML or binary, PROTOCOL.md A5).")
+    var config: String?
+
+    @Option(help: "PEM certificate chain. Without --cert/--key a self-signed certificate is generated and kept.")
+    var cert: String?
+
+    @Option(help: "PEM private key for --cert.")
+    var key: String?
+
+    @Option(name: .customLong("client-ca"), help: "Require client certificates issued by this PEM CA bundle (mutual TLS).")
+    var clientCA: String?
+
+    @Flag(help: "No TLS, for Apple's stock sample app; loopback only.")
+    var plaintext = false
+
+    @Option(name: .customLong("state-directory"), help: "Where the generated certificate is kept. Default $XDG_STATE_HOME/simpletunnel.")
+    var stateDirectory: String?
+
+    @Option(help: "Allow only destinations matching this rule (TARGET[:PORTS], repeatable), e.g. 10.0.0.0/8:22,443 or *.example.com.")
+    var allow: [String] = []
+
+    @Option(help: "Refuse destinations matching this rule (repeatable); deny wins over allow.")
+    var deny: [String] = []
+
+    @Option(name: .customLong("max-tunnels"), help: "Tunnels served at once. Default 256.")
+    var maximumTunnels: Int?
+
+    @Option(name: .customLong("max-flows-per-tunnel"), help: "Flows one tunnel may hold. Default 4096.")
+    var maximumFlowsPerTunnel: Int?
+
+    @Option(name: .customLong("max-udp-flows-per-tunnel"), help: "UDP flows one tunnel may hold. Default 256.")
+    var maximumUDPFlowsPerTunnel: Int?
+
+    @Option(name: .customLong("first-message-timeout"), help: "Seconds a client has to finish TLS and send a message. Default 10.")
+    var firstMessageTimeout: Double?
+
+    @Option(name: .customLong("connect-timeout"), help: "Seconds to connect to a destination. Default 10.")
+    var connectTimeout: Double?
+
+    @Option(name: .customLong("udp-idle-timeout"), help: "Seconds after which an idle UDP flow closes. Default 60.")
+    var udpIdleTimeout: Double?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default info.")
+    var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        if positionalPort != nil, port != nil {
+            throw ValidationError("give the port either as an argument or with --port, not both")
+        }
+        if positionalConfiguration != nil, config != nil {
+            throw ValidationError("give the configuration either as an argument or with --config, not both")
+        }
+    }
+
+    func run() async throws {
+        let logLevel = self.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = logLevel
+            return handler
+        }
+        let logger = Logger(label: "tunnel-server")
+
+        var options = TunnelServerLaunchOptions()
+        options.host = host
+        options.port = port ?? positionalPort
+        options.configurationPath = config ?? positionalConfiguration
+        options.certificatePath = cert
+        options.privateKeyPath = key
+        options.clientCAPath = clientCA
+        options.plaintext = plaintext
+        options.stateDirectory = stateDirectory
+        options.allow = allow
+        options.deny = deny
+        options.maximumTunnels = maximumTunnels
+        options.maximumFlowsPerTunnel = maximumFlowsPerTunnel
+        options.maximumUDPFlowsPerTunnel = maximumUDPFlowsPerTunnel
+        options.firstMessageTimeout = firstMessageTimeout
+        options.connectTimeout = connectTimeout
+        options.udpIdleTimeout = udpIdleTimeout
+
+        let launch: TunnelServerLaunch
+        do {
+            launch = try TunnelServerLaunch.prepare(options, resolvConf: ResolverConfiguration.readSystemResolvConf())
+        } catch {
+            logger.critical("cannot start: \(error)")
+            throw ExitCode(2)
+        }
+        for warning in launch.warnings {
+            logger.warning("\(warning)")
+        }
+        let identity = launch.selfSignedIdentity
+        let service = TunnelServerService(settings: launch.settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger) { server in
+            guard let identity else { return }
+            let port = server.localAddress.port ?? 0
+            logger.notice(
+                "self-signed certificate \(identity.wasCreated ? "created" : "loaded") in \(identity.directory), SHA-256 \(identity.sha256FingerprintHex)"
+            )
+            logger.notice("connect with: \(identity.clientCommandLine(subcommand: "config", host: launch.settings.host, port: port))")
+        }
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        try await group.run()
     }
 }
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

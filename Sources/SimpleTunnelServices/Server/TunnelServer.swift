@@ -26,6 +26,7 @@ public final class TunnelServer: Sendable {
 
     private let channel: Channel
     private let tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>
+    private let shuttingDown = NIOLockedValueBox(false)
     public let localAddress: SocketAddress
     private let logger: Logger
 
@@ -111,6 +112,11 @@ public final class TunnelServer: Sendable {
 
     /// Stops accepting, then closes every tunnel (TLS sends close_notify) and waits for them.
     public func shutdown() async {
+        let first = shuttingDown.withLockedValue { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
         try? await channel.close()
         let open = tunnels.withLockedValue { Array($0.values) }
         logger.notice("shutting down", metadata: ["tunnels": "\(open.count)"])

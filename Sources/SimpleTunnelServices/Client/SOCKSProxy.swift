@@ -1,0 +1,185 @@
+import Logging
+import NIOCore
+import NIOPosix
+
+/// A SOCKS5 proxy (RFC 1928, no authentication) whose CONNECTs become TCP
+/// flows and whose UDP ASSOCIATEs become UDP flows of the tunnel. Names are
+/// resolved by the server, as `curl --socks5-hostname` expects.
+public final class SOCKSProxy: Sendable {
+    public let localAddress: SocketAddress
+    private let channel: Channel
+
+    private init(channel: Channel) throws {
+        self.channel = channel
+        guard let address = channel.localAddress else { throw ChannelError.unknownLocalAddress }
+        self.localAddress = address
+    }
+
+    public static func start(bindHost: String, bindPort: Int, tunnel: TunnelClientConnection, logger: Logger) async throws -> SOCKSProxy {
+        let channel = try await ServerBootstrap(group: tunnel.eventLoop)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        SOCKS5ServerHandler(logger: logger) { request, channel in
+                            handle(request, on: channel, tunnel: tunnel, logger: logger)
+                        }
+                    )
+                }
+            }
+            .bind(host: bindHost, port: bindPort)
+            .get()
+        let proxy = try SOCKSProxy(channel: channel)
+        logger.notice("SOCKS5 proxy on \(TunnelEndpoint(proxy.localAddress)) through the tunnel")
+        return proxy
+    }
+
+    public func close() async {
+        try? await channel.close()
+    }
+
+    static func handle(_ request: SOCKS5Request, on channel: Channel, tunnel: TunnelClientConnection, logger: Logger) -> EventLoopFuture<SOCKS5Outcome> {
+        switch request {
+        case .connect(let destination):
+            return connect(to: destination, on: channel, tunnel: tunnel, logger: logger)
+        case .udpAssociate:
+            return associate(on: channel, tunnel: tunnel, logger: logger)
+        }
+    }
+
+    private static func connect(to destination: TunnelEndpoint, on channel: Channel, tunnel: TunnelClientConnection, logger: Logger) -> EventLoopFuture<SOCKS5Outcome> {
+        let promise = channel.eventLoop.makePromise(of: SOCKS5Outcome.self)
+        let endpoint = StreamFlowEndpoint()
+        do {
+            // In place before the reply, so bytes pipelined after the request reach the flow.
+            try channel.pipeline.syncOperations.addHandler(endpoint)
+        } catch {
+            return channel.eventLoop.makeSucceededFuture(.failure(.generalFailure))
+        }
+        let multiplexer = tunnel.multiplexer
+        endpoint.sink = multiplexer
+        let identifier = multiplexer.openFlow(.tcp(destination), endpoint: endpoint) { result in
+            switch result {
+            case .success:
+                promise.succeed(.succeeded(boundAddress: channel.localAddress))
+            case .failure(let failure):
+                logger.notice("SOCKS CONNECT refused", metadata: ["destination": "\(destination)", "reason": "\(failure)"])
+                promise.succeed(SOCKS5Outcome(failure.result, boundAddress: nil))
+            }
+        }
+        if let identifier {
+            endpoint.identifier = identifier
+        }
+        return promise.futureResult
+    }
+
+    private static func associate(on channel: Channel, tunnel: TunnelClientConnection, logger: Logger) -> EventLoopFuture<SOCKS5Outcome> {
+        guard let local = channel.localAddress?.ipAddress, let client = channel.remoteAddress else {
+            return channel.eventLoop.makeSucceededFuture(.failure(.generalFailure))
+        }
+        let relay = SOCKSUDPRelay(client: client, logger: logger)
+        let boundRelay = NIOLoopBound(relay, eventLoop: channel.eventLoop)
+        return DatagramBootstrap(group: channel.eventLoop)
+            .channelInitializer { udp in
+                udp.eventLoop.makeCompletedFuture {
+                    try udp.pipeline.syncOperations.addHandler(boundRelay.value)
+                }
+            }
+            .bind(host: local, port: 0)
+            .flatMap { udp -> EventLoopFuture<SOCKS5Outcome> in
+                let promise = channel.eventLoop.makePromise(of: SOCKS5Outcome.self)
+                let relay = boundRelay.value
+                let multiplexer = tunnel.multiplexer
+                relay.identifier = multiplexer.openFlow(.udp, endpoint: relay) { result in
+                    switch result {
+                    case .success:
+                        relay.sink = multiplexer
+                        promise.succeed(.succeeded(boundAddress: udp.localAddress))
+                    case .failure(let failure):
+                        udp.close(promise: nil)
+                        promise.succeed(SOCKS5Outcome(failure.result, boundAddress: nil))
+                    }
+                }
+                // The association lives as long as the TCP connection that asked for it.
+                channel.closeFuture.whenComplete { _ in
+                    boundRelay.value.associationEnded()
+                }
+                return promise.futureResult
+            }
+            .recover { _ in .failure(.generalFailure) }
+    }
+}
+
+/// The UDP side of one SOCKS association: client datagrams (with their SOCKS
+/// header) become the flow's data, each naming its destination; answers come
+/// back wrapped in a header naming their source.
+final class SOCKSUDPRelay: ChannelInboundHandler, FlowEndpoint {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    typealias OutboundOut = AddressedEnvelope<ByteBuffer>
+
+    var identifier: TunnelConnectionIdentifier?
+    weak var sink: FlowEventSink?
+    /// Only the client that asked for the association may use it.
+    private let clientHost: String?
+    private var clientAddress: SocketAddress?
+    private var context: ChannelHandlerContext?
+    private let logger: Logger
+
+    init(client: SocketAddress, logger: Logger) {
+        self.clientHost = client.ipAddress
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        guard envelope.remoteAddress.ipAddress == clientHost, let sink, let identifier else { return }
+        do {
+            let datagram = try SOCKS5UDPDatagram(parsing: envelope.data)
+            clientAddress = envelope.remoteAddress
+            sink.flow(identifier, didRead: datagram.payload, from: datagram.endpoint)
+        } catch {
+            logger.debug("dropping SOCKS datagram", metadata: ["reason": "\(error)"])
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {}
+
+    func associationEnded() {
+        if let identifier {
+            sink?.flowDidClose(identifier)
+        }
+        close()
+    }
+
+    // MARK: FlowEndpoint
+
+    func write(_ data: ByteBuffer, to source: TunnelEndpoint?) {
+        guard let context, let clientAddress, let source,
+            let wrapped = try? SOCKS5UDPDatagram(endpoint: source, payload: data).encoded(allocator: context.channel.allocator)
+        else { return }
+        context.write(wrapOutboundOut(AddressedEnvelope(remoteAddress: clientAddress, data: wrapped)), promise: nil)
+    }
+
+    func flush() {
+        context?.flush()
+    }
+
+    /// The kernel drops what overflows a UDP socket.
+    func setReading(_ enabled: Bool) {}
+
+    func shutdownOutput() {}
+
+    func close() {
+        context?.close(promise: nil)
+    }
+}

@@ -1,0 +1,97 @@
+/// What the client's command line says about reaching the server.
+public struct TunnelClientLaunchOptions: Sendable {
+    /// `HOST:PORT`, IPv6 in brackets.
+    public var server = "127.0.0.1:4433"
+    public var caFile: String?
+    public var pinnedSHA256: [String] = []
+    public var insecure = false
+    public var certificatePath: String?
+    public var privateKeyPath: String?
+    public var serverName: String?
+    public var plaintext = false
+
+    public init() {}
+
+    /// Turns the options into connection settings, refusing contradictions.
+    public func connectionSettings() throws -> TunnelClientConnection.Settings {
+        let endpoint = try Self.parseServer(server)
+        let trustChoices = [caFile != nil, !pinnedSHA256.isEmpty, insecure].filter { $0 }.count
+        guard trustChoices <= 1 else {
+            throw TunnelClientLaunchError("--ca, --pin-sha256 and --insecure are alternatives: give one (or none, for the system trust store)")
+        }
+        if plaintext {
+            guard trustChoices == 0, certificatePath == nil, privateKeyPath == nil else {
+                throw TunnelClientLaunchError("--plaintext turns TLS off: it cannot be combined with --ca, --pin-sha256, --insecure, --cert or --key")
+            }
+            return TunnelClientConnection.Settings(host: endpoint.host, port: endpoint.port, tls: nil)
+        }
+        guard (certificatePath == nil) == (privateKeyPath == nil) else {
+            throw TunnelClientLaunchError("--cert and --key go together (mutual TLS)")
+        }
+        let trust: TLSConfiguration.Trust
+        if let caFile {
+            trust = .caFile(caFile)
+        } else if !pinnedSHA256.isEmpty {
+            trust = .pinnedSHA256(try pinnedSHA256.map(Self.parseFingerprint))
+        } else if insecure {
+            trust = .insecureNoVerification
+        } else {
+            trust = .system
+        }
+        var configuration = TLSConfiguration.client(
+            trust: trust,
+            serverName: serverName,
+            certificateChain: certificatePath.map { .file($0) },
+            privateKey: privateKeyPath.map { .file($0) }
+        )
+        configuration.serverName = serverName ?? endpoint.host
+        var settings = TunnelClientConnection.Settings(host: endpoint.host, port: endpoint.port, tls: try TLSContext(configuration: configuration))
+        settings.serverName = serverName ?? endpoint.host
+        return settings
+    }
+
+    /// `HOST:PORT` or `[IPv6]:PORT`.
+    public static func parseServer(_ text: String) throws -> TunnelEndpoint {
+        let host: Substring
+        let port: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw TunnelClientLaunchError("--server \(text): expected [IPv6]:PORT") }
+            port = rest.dropFirst()
+        } else if let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") {
+            host = text[..<colon]
+            port = text[text.index(after: colon)...]
+        } else {
+            throw TunnelClientLaunchError("--server \(text): expected HOST:PORT (IPv6 as [ADDRESS]:PORT)")
+        }
+        guard !host.isEmpty, let number = Int(port), (1...65535).contains(number) else {
+            throw TunnelClientLaunchError("--server \(text): expected HOST:PORT with a port from 1 to 65535")
+        }
+        return TunnelEndpoint(host: String(host), port: number)
+    }
+
+    /// 64 hex digits, colons allowed (as `openssl x509 -fingerprint` prints them).
+    static func parseFingerprint(_ text: String) throws -> [UInt8] {
+        let digits = text.filter { $0 != ":" }
+        guard digits.count == 64, digits.allSatisfy(\.isHexDigit) else {
+            throw TunnelClientLaunchError("--pin-sha256 \(text): expected the certificate's SHA-256 fingerprint as 64 hex digits")
+        }
+        var bytes: [UInt8] = []
+        var index = digits.startIndex
+        while index < digits.endIndex {
+            let next = digits.index(index, offsetBy: 2)
+            bytes.append(UInt8(digits[index..<next], radix: 16) ?? 0)
+            index = next
+        }
+        return bytes
+    }
+}
+
+public struct TunnelClientLaunchError: Error, CustomStringConvertible {
+    public var description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
