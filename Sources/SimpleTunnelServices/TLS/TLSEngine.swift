@@ -202,9 +202,11 @@ final class TLSEngine {
         }
         let verified = SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER != 0
             && SSL_get_verify_result(ssl) == X509_V_OK && fingerprint != nil
+        let serverName = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
         return TLSSessionInfo(
             protocolVersion: version,
             cipher: cipher ?? "unknown",
+            serverName: serverName,
             peerCertificateSubject: subject,
             peerCertificateSHA256: fingerprint,
             peerCertificateVerified: verified

@@ -66,6 +66,7 @@ struct TLSLoopbackTests {
         #expect(clientInfo.peerCertificateVerified)
         #expect(clientInfo.peerCertificateSHA256 == pki.server.sha256Fingerprint)
         let serverInfo = try #require(pair.serverRecord.snapshot.sessionInfo)
+        #expect(serverInfo.serverName == "localhost", "the client sends SNI")
         #expect(serverInfo.peerCertificateSubject == nil)
         #expect(!serverInfo.peerCertificateVerified)
     }
@@ -116,7 +117,8 @@ struct TLSLoopbackTests {
         let good = try await Self.connect(
             server: pki.serverConfiguration(), client: .client(trust: .caFile(pki.caFile), serverName: "127.0.0.1"))
         defer { good.closeAll() }
-        #expect(await Loopback.waitUntil { good.clientRecord.snapshot.handshakeCompleted })
+        #expect(await Loopback.waitUntil { good.serverRecord.snapshot.handshakeCompleted })
+        #expect(good.serverRecord.snapshot.sessionInfo?.serverName == nil, "no SNI for an address literal")
         let bad = try await Self.connect(
             server: pki.serverConfiguration("wrong-host"),
             client: .client(trust: .caFile(pki.caFile), serverName: "127.0.0.1"))
