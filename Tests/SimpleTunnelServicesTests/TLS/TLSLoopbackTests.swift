@@ -98,6 +98,19 @@ struct TLSLoopbackTests {
         #expect(!pair.serverRecord.snapshot.handshakeCompleted)
     }
 
+    @Test func systemTrustStoreDoesNotKnowOurTestCA() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let pair = try await Self.connect(
+            server: pki.serverConfiguration(), client: .client(trust: .system, serverName: "localhost"))
+        defer { pair.closeAll() }
+        await Self.expectRefused(pair)
+        #expect(pair.clientRecord.hasError {
+            if case .certificateVerificationFailed(let reason) = $0 { return reason.contains("local issuer") }
+            return false
+        }, "\(pair.clientRecord.snapshot)")
+    }
+
     @Test func wrongHostNameIsRefused() async throws {
         let pki = try TestPKI()
         defer { pki.remove() }
