@@ -50,13 +50,13 @@ struct TLSInteropTests {
         // so a refusal below is our server's doing.
         let permissive = try ExternalProcess(
             ["openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", pki.certificatePath("server"),
-             "-key", pki.keyPath("server"), "-www"] + tls11Only)
+             "-key", pki.keyPath("server"), "-www"] + tls11Only,
+            standardInput: .silent)
         defer { permissive.terminate() }
         let banner = try #require(await permissive.waitForOutput(containing: "ACCEPT"))
         let permissivePort = try #require(Self.acceptPort(banner))
         let control = try ExternalProcess(
-            ["openssl", "s_client", "-connect", "127.0.0.1:\(permissivePort)"] + tls11Only,
-            standardInput: nil)
+            ["openssl", "s_client", "-connect", "127.0.0.1:\(permissivePort)"] + tls11Only)
         defer { control.terminate() }
         _ = await control.waitForOutput(containing: "Protocol  :")
         control.terminate()
@@ -84,7 +84,7 @@ struct TLSInteropTests {
     static func startSServer(certificate: String, key: String) async throws -> (ExternalProcess, Int) {
         let process = try ExternalProcess(
             ["openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", certificate, "-key", key, "-www"],
-            standardInput: nil)
+            standardInput: .silent)
         guard let banner = await process.waitForOutput(containing: "ACCEPT"), let port = acceptPort(banner) else {
             process.terminate()
             throw TLSError.handshakeFailed(reason: "openssl s_server did not start: \(process.outputSoFar)")
