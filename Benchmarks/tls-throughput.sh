@@ -97,7 +97,7 @@ THEIRS_MEDIAN=$(printf '%s\n' "${THEIRS[@]}" | median)
 RELAY_MEDIAN=$(printf '%s\n' "${RELAY[@]}" | median)
 DIRECT_MEDIAN=$(printf '%s\n' "${DIRECT[@]}" | median)
 awk -v t="$THEIRS_MEDIAN" -v r="$RELAY_MEDIAN" -v d="$DIRECT_MEDIAN" -v b="$BYTES" -v n="$RUNS" 'BEGIN {
-    printf "bytes per run: %d, runs: %d, medians:\n", b, n
+    printf "bytes per run: %s, runs: %s, medians:\n", b, n
     printf "  stunnel pair:                   %6.0f MB/s (%5.2f Gbit/s)\n", t, t * 8 / 1000
     printf "  ours, same topology (relay):    %6.0f MB/s (%5.2f Gbit/s)\n", r, r * 8 / 1000
     printf "  ours, handlers only (direct):   %6.0f MB/s (%5.2f Gbit/s)\n", d, d * 8 / 1000
