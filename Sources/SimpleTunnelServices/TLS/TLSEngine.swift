@@ -41,7 +41,11 @@ final class TLSEngine {
         guard let ssl = SSL_new(context.sslContext) else {
             throw .invalidConfiguration(OpenSSLErrorQueue.drain(fallback: "SSL_new failed"))
         }
-        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+        let input = BIO_new(BIO_s_mem())
+        let output = BIO_new(BIO_s_mem())
+        guard let input, let output else {
+            BIO_free(input)
+            BIO_free(output)
             SSL_free(ssl)
             throw .invalidConfiguration("out of memory creating TLS buffers")
         }
