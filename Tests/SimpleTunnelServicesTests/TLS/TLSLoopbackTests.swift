@@ -83,6 +83,32 @@ struct TLSLoopbackTests {
         #expect(pair.serverRecord.snapshot.sessionInfo?.cipher == "ECDHE-ECDSA-AES128-GCM-SHA256")
     }
 
+    @Test func serverSendsItsIntermediateFromInMemoryPEM() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let intermediate = try CertificateMaker.make(
+            .init(commonName: "Test Intermediate", isCertificateAuthority: true, issuer: pki.ca))
+        let leaf = try CertificateMaker.make(
+            .init(commonName: "localhost", dnsNames: ["localhost"], issuer: intermediate))
+        // The client trusts only the root: the handshake needs the intermediate from the server.
+        let pair = try await Self.connect(
+            server: .server(
+                certificateChain: .bytes(leaf.certificatePEM + intermediate.certificatePEM),
+                privateKey: .bytes(leaf.privateKeyPEM)),
+            client: .client(trust: .caFile(pki.caFile), serverName: "localhost"))
+        defer { pair.closeAll() }
+        #expect(await Loopback.waitUntil { pair.clientRecord.snapshot.handshakeCompleted },
+            "\(pair.clientRecord.snapshot)")
+        #expect(pair.clientRecord.snapshot.sessionInfo?.peerCertificateSHA256 == leaf.sha256Fingerprint)
+
+        // Without the intermediate the same leaf cannot be verified.
+        let leafOnly = try await Self.connect(
+            server: .server(certificateChain: .bytes(leaf.certificatePEM), privateKey: .bytes(leaf.privateKeyPEM)),
+            client: .client(trust: .caFile(pki.caFile), serverName: "localhost"))
+        defer { leafOnly.closeAll() }
+        await Self.expectRefused(leafOnly)
+    }
+
     @Test func serverFromAnUnrelatedCAIsRefused() async throws {
         let pki = try TestPKI()
         defer { pki.remove() }
