@@ -73,6 +73,7 @@ let package = Package(
                 "SimpleTunnelServices",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
             ],
             path: "Benchmarks/TLSBenchmark"
         ),

@@ -57,8 +57,8 @@ public final class TLSContext: @unchecked Sendable {
                     + OpenSSLErrorQueue.drain(fallback: "no usable suite"))
         }
         _ = SSL_CTX_set_options(sslContext, ctls_default_options())
-        // Whole records are written in one go into a memory BIO; a moving
-        // buffer is fine because we never retry with a different pointer.
+        // A write OpenSSL could not finish is retried from a ByteBuffer whose
+        // storage may have moved; tell OpenSSL that is fine.
         _ = ctls_SSL_CTX_set_mode(sslContext, Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
         if config.role == .server {
             // The tunnel is one long-lived connection: no resumption, so no tickets.

@@ -41,7 +41,11 @@ final class TLSEngine {
         guard let ssl = SSL_new(context.sslContext) else {
             throw .invalidConfiguration(OpenSSLErrorQueue.drain(fallback: "SSL_new failed"))
         }
-        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+        let input = BIO_new(BIO_s_mem())
+        let output = BIO_new(BIO_s_mem())
+        guard let input, let output else {
+            BIO_free(input)
+            BIO_free(output)
             SSL_free(ssl)
             throw .invalidConfiguration("out of memory creating TLS buffers")
         }
@@ -202,9 +206,11 @@ final class TLSEngine {
         }
         let verified = SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER != 0
             && SSL_get_verify_result(ssl) == X509_V_OK && fingerprint != nil
+        let serverName = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
         return TLSSessionInfo(
             protocolVersion: version,
             cipher: cipher ?? "unknown",
+            serverName: serverName,
             peerCertificateSubject: subject,
             peerCertificateSHA256: fingerprint,
             peerCertificateVerified: verified

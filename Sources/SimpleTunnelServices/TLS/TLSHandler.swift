@@ -3,13 +3,24 @@ import NIOCore
 import NIOTLS
 
 /// TLS for one connection, client or server, sitting directly on the socket:
-/// ciphertext below, plaintext above.
+/// ciphertext below, plaintext above. The OpenSSL side lives in `TLSEngine`;
+/// this type holds only pipeline logic, driven by one `State`.
 ///
-/// Writes are queued until the handshake completes and encrypted together on
-/// each flush; plaintext is delivered once per read burst. Fires
-/// `TLSUserEvent.handshakeCompleted` when up and `.shutdownCompleted` after a
-/// clean close. Failures reach `errorCaught` as `TLSError` and close the channel.
-public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
+/// - Writes made before the handshake completes are queued, then sent together.
+/// - Afterwards writes are encrypted on flush, coalesced into one ciphertext
+///   buffer per flush (split every `batchSize` bytes, which also applies to
+///   unflushed writes so the channel's writability sees them).
+/// - Plaintext is delivered once per read burst, and still delivered when the
+///   peer closes right after sending it.
+/// - `close` sends close_notify before closing the socket; a received
+///   close_notify is answered and closes the channel.
+/// - Fires `TLSUserEvent.handshakeCompleted` when up and `.shutdownCompleted`
+///   after a clean close. Failures reach `errorCaught` as `TLSError` and close
+///   the channel; the connection ending without close_notify is
+///   `TLSError.uncleanShutdown`, and fails writes still queued.
+///
+/// Not removable: TLS cannot be unwrapped mid-connection.
+public final class TLSHandler: ChannelDuplexHandler {
     public typealias InboundIn = ByteBuffer
     public typealias InboundOut = ByteBuffer
     public typealias OutboundIn = ByteBuffer

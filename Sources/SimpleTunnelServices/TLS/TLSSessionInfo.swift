@@ -4,6 +4,8 @@ public struct TLSSessionInfo: Sendable, Equatable {
     public var protocolVersion: String
     /// OpenSSL's name, e.g. "TLS_AES_128_GCM_SHA256".
     public var cipher: String
+    /// The host name the client asked for (SNI), if any.
+    public var serverName: String?
     /// The peer's subject (RFC 2253), if it presented a certificate.
     public var peerCertificateSubject: String?
     /// SHA-256 over the peer certificate's DER encoding.

@@ -7,13 +7,25 @@ final class ExternalProcess: @unchecked Sendable {
     private let process = Process()
     private let output = Pipe()
     private let collected = OutputBuffer()
+    /// Kept open (never written) for servers that would quit on end of input.
+    private let input = Pipe()
 
-    init(_ arguments: [String], standardInput: FileHandle? = FileHandle.nullDevice) throws {
+    enum StandardInput {
+        /// End of file at once.
+        case empty
+        /// Open and silent until the process is killed.
+        case silent
+    }
+
+    init(_ arguments: [String], standardInput: StandardInput = .empty) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.standardOutput = output
         process.standardError = output
-        if let standardInput { process.standardInput = standardInput }
+        switch standardInput {
+        case .empty: process.standardInput = FileHandle.nullDevice
+        case .silent: process.standardInput = input
+        }
         try process.run()
         // Drain continuously so the child never blocks on a full pipe.
         let collected = self.collected

@@ -66,6 +66,7 @@ struct TLSLoopbackTests {
         #expect(clientInfo.peerCertificateVerified)
         #expect(clientInfo.peerCertificateSHA256 == pki.server.sha256Fingerprint)
         let serverInfo = try #require(pair.serverRecord.snapshot.sessionInfo)
+        #expect(serverInfo.serverName == "localhost", "the client sends SNI")
         #expect(serverInfo.peerCertificateSubject == nil)
         #expect(!serverInfo.peerCertificateVerified)
     }
@@ -82,6 +83,32 @@ struct TLSLoopbackTests {
         #expect(pair.serverRecord.snapshot.sessionInfo?.cipher == "ECDHE-ECDSA-AES128-GCM-SHA256")
     }
 
+    @Test func serverSendsItsIntermediateFromInMemoryPEM() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let intermediate = try CertificateMaker.make(
+            .init(commonName: "Test Intermediate", isCertificateAuthority: true, issuer: pki.ca))
+        let leaf = try CertificateMaker.make(
+            .init(commonName: "localhost", dnsNames: ["localhost"], issuer: intermediate))
+        // The client trusts only the root: the handshake needs the intermediate from the server.
+        let pair = try await Self.connect(
+            server: .server(
+                certificateChain: .bytes(leaf.certificatePEM + intermediate.certificatePEM),
+                privateKey: .bytes(leaf.privateKeyPEM)),
+            client: .client(trust: .caFile(pki.caFile), serverName: "localhost"))
+        defer { pair.closeAll() }
+        #expect(await Loopback.waitUntil { pair.clientRecord.snapshot.handshakeCompleted },
+            "\(pair.clientRecord.snapshot)")
+        #expect(pair.clientRecord.snapshot.sessionInfo?.peerCertificateSHA256 == leaf.sha256Fingerprint)
+
+        // Without the intermediate the same leaf cannot be verified.
+        let leafOnly = try await Self.connect(
+            server: .server(certificateChain: .bytes(leaf.certificatePEM), privateKey: .bytes(leaf.privateKeyPEM)),
+            client: .client(trust: .caFile(pki.caFile), serverName: "localhost"))
+        defer { leafOnly.closeAll() }
+        await Self.expectRefused(leafOnly)
+    }
+
     @Test func serverFromAnUnrelatedCAIsRefused() async throws {
         let pki = try TestPKI()
         defer { pki.remove() }
@@ -95,6 +122,19 @@ struct TLSLoopbackTests {
             return false
         }, "\(pair.clientRecord.snapshot.errors)")
         #expect(!pair.serverRecord.snapshot.handshakeCompleted)
+    }
+
+    @Test func systemTrustStoreDoesNotKnowOurTestCA() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let pair = try await Self.connect(
+            server: pki.serverConfiguration(), client: .client(trust: .system, serverName: "localhost"))
+        defer { pair.closeAll() }
+        await Self.expectRefused(pair)
+        #expect(pair.clientRecord.hasError {
+            if case .certificateVerificationFailed(let reason) = $0 { return reason.contains("local issuer") }
+            return false
+        }, "\(pair.clientRecord.snapshot)")
     }
 
     @Test func wrongHostNameIsRefused() async throws {
@@ -116,7 +156,8 @@ struct TLSLoopbackTests {
         let good = try await Self.connect(
             server: pki.serverConfiguration(), client: .client(trust: .caFile(pki.caFile), serverName: "127.0.0.1"))
         defer { good.closeAll() }
-        #expect(await Loopback.waitUntil { good.clientRecord.snapshot.handshakeCompleted })
+        #expect(await Loopback.waitUntil { good.serverRecord.snapshot.handshakeCompleted })
+        #expect(good.serverRecord.snapshot.sessionInfo?.serverName == nil, "no SNI for an address literal")
         let bad = try await Self.connect(
             server: pki.serverConfiguration("wrong-host"),
             client: .client(trust: .caFile(pki.caFile), serverName: "127.0.0.1"))

@@ -3,7 +3,7 @@ import Testing
 @testable import SimpleTunnelServices
 
 @Suite("TLS: self-signed default identity")
-struct SelfSignedIdentityTests {
+struct TLSSelfSignedIdentityTests {
     @Test func stateDirectoryFollowsXDGThenHome() {
         #expect(SelfSignedIdentity.defaultDirectory(environment: ["XDG_STATE_HOME": "/x/state", "HOME": "/home/u"])
             == "/x/state/simpletunnel")
