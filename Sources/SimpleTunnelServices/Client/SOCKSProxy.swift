@@ -81,7 +81,7 @@ public final class SOCKSProxy: Sendable {
         }
         let relay = SOCKSUDPRelay(client: client, logger: logger)
         let boundRelay = NIOLoopBound(relay, eventLoop: channel.eventLoop)
-        return DatagramBootstrap(group: channel.eventLoop)
+        return DatagramBootstrap(group: channel.eventLoop).readingWholeDatagrams()
             .channelInitializer { udp in
                 udp.eventLoop.makeCompletedFuture {
                     try udp.pipeline.syncOperations.addHandler(boundRelay.value)

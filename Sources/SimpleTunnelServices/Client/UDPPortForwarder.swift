@@ -22,7 +22,7 @@ public final class UDPPortForwarder: Sendable {
         tunnel: TunnelClientConnection,
         logger: Logger
     ) async throws -> UDPPortForwarder {
-        let channel = try await DatagramBootstrap(group: tunnel.eventLoop)
+        let channel = try await DatagramBootstrap(group: tunnel.eventLoop).readingWholeDatagrams()
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -49,7 +49,7 @@ public struct DNSForwarder: Sendable {
         }
         let promise = eventLoop.makePromise(of: (answer: ByteBuffer, source: String).self)
         let source = TunnelEndpoint(resolver).description
-        DatagramBootstrap(group: eventLoop)
+        DatagramBootstrap(group: eventLoop).readingWholeDatagrams()
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(DNSAnswerHandler(transaction: transaction, promise: promise))

@@ -121,7 +121,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         let gate = DatagramReadGate(identifier: identifier, sink: sink, reading: readingEnabled)
         socket.gate = gate
         let boundGate = NIOLoopBound(gate, eventLoop: eventLoop)
-        DatagramBootstrap(group: eventLoop)
+        DatagramBootstrap(group: eventLoop).readingWholeDatagrams()
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(boundGate.value)
@@ -222,5 +222,13 @@ extension TunnelEndpoint {
             host = String(host.dropFirst("::ffff:".count))
         }
         self.init(host: host, port: address.port ?? 0)
+    }
+}
+
+extension DatagramBootstrap {
+    /// Reads whole datagrams: NIO's default 2 KiB buffer would truncate them,
+    /// and a UDP datagram of up to 65507 bytes is carried whole (PROTOCOL.md A6).
+    func readingWholeDatagrams() -> DatagramBootstrap {
+        channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
     }
 }

@@ -64,6 +64,11 @@ struct FlowState {
         return false
     }
 
+    var isAwaitingOpenResult: Bool {
+        if case .awaitingOpenResult = phase { return true }
+        return false
+    }
+
     /// Both streams have ended: once its queue is sent, the flow is forgotten.
     var isFinished: Bool { !sending && !receiving }
 

@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import NIOTLS
 
 /// The last handler of a tunnel's pipeline: hands decoded messages to the
 /// tunnel's `TunnelMultiplexer` and lets it write messages back. Ends the
@@ -82,6 +83,22 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         guard let multiplexer, let onActive else { return }
         self.onActive = nil
         onActive(multiplexer)
+    }
+
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted = event,
+            let tls = try? context.pipeline.syncOperations.handler(type: TLSHandler.self),
+            let session = tls.sessionInfo
+        {
+            // Every later line of this tunnel names who is at the other end.
+            logger[metadataKey: "tls"] = "\(session.protocolVersion) \(session.cipher)"
+            if let subject = session.peerCertificateSubject, session.peerCertificateVerified {
+                logger[metadataKey: "tls-subject"] = "\(subject)"
+            }
+            multiplexer?.logger = logger
+            logger.info("TLS established")
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {

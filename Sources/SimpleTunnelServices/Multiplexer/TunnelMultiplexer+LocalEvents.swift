@@ -3,7 +3,10 @@ import NIOCore
 
 extension TunnelMultiplexer: FlowEventSink {
     public func flow(_ identifier: TunnelConnectionIdentifier, didRead data: ByteBuffer, from source: TunnelEndpoint?) {
-        guard var flow = flows[identifier], flow.isOpen, flow.sending else { return }
+        // A client's flow may read before the server answers: NIO reads a
+        // socket to its end when the application half-closes at once. The
+        // bytes wait in the queue, which is only sent once the flow is open.
+        guard var flow = flows[identifier], flow.sending, flow.isOpen || flow.isAwaitingOpenResult else { return }
         flow.lastActivity = .now()
         flow.queue.appendData(data, source: source)
         flows[identifier] = flow

@@ -202,7 +202,7 @@ public final class TunnelMultiplexer {
     func afterQueueChange(_ identifier: TunnelConnectionIdentifier) {
         guard var flow = flows[identifier] else { return }
         flow.updateQueueWatermarks(limits: limits)
-        if !flow.queue.isEmpty, !flow.isScheduled, !flow.peerSuspended {
+        if flow.isOpen, !flow.queue.isEmpty, !flow.isScheduled, !flow.peerSuspended {
             flow.isScheduled = true
             ready.append(identifier)
             scheduleDrain()

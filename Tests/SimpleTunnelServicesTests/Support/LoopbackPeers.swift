@@ -23,6 +23,7 @@ enum LoopbackPeers {
     /// A UDP echo server answering each datagram to its sender.
     static func udpEchoServer(group: EventLoopGroup) async throws -> Channel {
         try await DatagramBootstrap(group: group)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(UDPEchoHandler())
@@ -56,6 +57,7 @@ enum LoopbackPeers {
     static func udpRoundTrip(_ payload: ByteBuffer, port: Int, group: EventLoopGroup, timeout: TimeAmount = .seconds(10)) async throws -> ByteBuffer {
         let handler = FirstDatagramHandler()
         let channel = try await DatagramBootstrap(group: group)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_536))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(handler)
