@@ -1,0 +1,163 @@
+import Logging
+import NIOCore
+import NIOEmbedded
+import Testing
+@testable import SimpleTunnelServices
+
+/// A tunnel that takes `capacity` messages before it stops being writable.
+final class RecordingOutput: TunnelOutput {
+    var written: [TunnelMessage] = []
+    var capacity = Int.max
+    var flushes = 0
+
+    var isWritable: Bool { written.count < capacity }
+    func write(_ message: TunnelMessage) { written.append(message) }
+    func flush() { flushes += 1 }
+}
+
+/// A local socket that records what the multiplexer does to it.
+final class RecordingEndpoint: FlowEndpoint {
+    var received: [ByteBuffer] = []
+    var reading = false
+    var outputShut = false
+    var closed = false
+
+    func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) { received.append(data) }
+    func flush() {}
+    func setReading(_ enabled: Bool) { reading = enabled }
+    func shutdownOutput() { outputShut = true }
+    func close() { closed = true }
+    func writePackets(_ packets: [TunnelPacket]) {}
+}
+
+@Suite("Multiplexer with fakes")
+struct TunnelMultiplexerTests {
+    let loop = EmbeddedEventLoop()
+    let output = RecordingOutput()
+
+    func clientMultiplexer() -> TunnelMultiplexer {
+        TunnelMultiplexer(role: .client, output: output, eventLoop: loop, logger: Logger(label: "test"))
+    }
+
+    /// Opens a client flow and answers it with success.
+    func openedFlow(_ multiplexer: TunnelMultiplexer) -> (TunnelConnectionIdentifier, RecordingEndpoint) {
+        let endpoint = RecordingEndpoint()
+        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { _ in }!
+        multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
+        loop.run()
+        return (identifier, endpoint)
+    }
+
+    @Test func aLocalSocketIsNotReadUntilTheServerSaysYes() {
+        let multiplexer = clientMultiplexer()
+        let endpoint = RecordingEndpoint()
+        var result: Result<[String: PropertyListValue]?, FlowOpenFailure>?
+        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { result = $0 }!
+        loop.run()
+        #expect(output.written == [.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: "h", port: 1)))])
+        #expect(!endpoint.reading)
+        multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
+        #expect(endpoint.reading)
+        guard case .success? = result else {
+            Issue.record("expected success, got \(String(describing: result))")
+            return
+        }
+    }
+
+    @Test func aRefusedOpenClosesTheLocalSocketAndReportsTheCode() {
+        let multiplexer = clientMultiplexer()
+        let endpoint = RecordingEndpoint()
+        var failure: FlowOpenFailure?
+        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) {
+            if case .failure(let error) = $0 { failure = error }
+        }!
+        multiplexer.receive(.message(.openResult(identifier: identifier, result: .noSuchHost)))
+        #expect(failure?.result == .noSuchHost)
+        #expect(endpoint.closed)
+        #expect(multiplexer.currentStatistics.openFlows == 0)
+    }
+
+    @Test func aBulkFlowCannotStarveAnInteractiveOne() {
+        let multiplexer = clientMultiplexer()
+        let (bulk, _) = openedFlow(multiplexer)
+        let (interactive, _) = openedFlow(multiplexer)
+        output.written.removeAll()
+        for _ in 0..<16 {
+            multiplexer.flow(bulk, didRead: ByteBuffer(repeating: 1, count: 64 * 1024), from: nil)
+        }
+        multiplexer.flow(interactive, didRead: ByteBuffer(string: "keystroke"), from: nil)
+        loop.run()
+        let order = output.written.compactMap { message -> TunnelConnectionIdentifier? in
+            if case .data(let identifier, _, _) = message { return identifier }
+            return nil
+        }
+        #expect(order.count == 17)
+        #expect(order.prefix(2).contains(interactive), "the interactive flow waited behind \(order.firstIndex(of: interactive) ?? -1) bulk messages")
+    }
+
+    @Test func controlMessagesGoFirstAndNothingIsWrittenWhileTheTunnelIsFull() {
+        let multiplexer = clientMultiplexer()
+        let (identifier, endpoint) = openedFlow(multiplexer)
+        output.written.removeAll()
+        output.capacity = 0
+        multiplexer.tunnelWritabilityChanged(false)
+        multiplexer.flow(identifier, didRead: ByteBuffer(string: "data"), from: nil)
+        multiplexer.flow(identifier, writabilityChanged: false)
+        loop.run()
+        #expect(output.written.isEmpty)
+        #expect(!endpoint.reading, "a flow that reads while the tunnel is full stops reading")
+        output.capacity = Int.max
+        multiplexer.tunnelWritabilityChanged(true)
+        #expect(output.written == [.suspend(identifier: identifier), .data(identifier: identifier, payload: ByteBuffer(string: "data"))])
+        #expect(endpoint.reading)
+    }
+
+    @Test func peerSuspendStopsReadingAndSendingUntilResume() {
+        let multiplexer = clientMultiplexer()
+        let (identifier, endpoint) = openedFlow(multiplexer)
+        output.written.removeAll()
+        multiplexer.receive(.message(.suspend(identifier: identifier)))
+        #expect(!endpoint.reading)
+        multiplexer.flow(identifier, didRead: ByteBuffer(string: "held"), from: nil)
+        loop.run()
+        #expect(output.written.isEmpty)
+        multiplexer.receive(.message(.resume(identifier: identifier)))
+        loop.run()
+        #expect(output.written == [.data(identifier: identifier, payload: ByteBuffer(string: "held"))])
+        #expect(endpoint.reading)
+    }
+
+    @Test func halfClosesTravelInOrderAndTheFlowIsForgottenAfterBoth() {
+        let multiplexer = clientMultiplexer()
+        let (identifier, endpoint) = openedFlow(multiplexer)
+        output.written.removeAll()
+        multiplexer.flow(identifier, didRead: ByteBuffer(string: "last words"), from: nil)
+        multiplexer.flowDidReadEndOfFile(identifier)
+        loop.run()
+        #expect(output.written == [
+            .data(identifier: identifier, payload: ByteBuffer(string: "last words")),
+            .close(identifier: identifier, direction: .write),
+        ])
+        multiplexer.receive(.message(.data(identifier: identifier, payload: ByteBuffer(string: "reply"))))
+        multiplexer.receive(.message(.close(identifier: identifier, direction: .write)))
+        #expect(endpoint.received == [ByteBuffer(string: "reply")])
+        #expect(endpoint.outputShut)
+        #expect(endpoint.closed)
+        #expect(multiplexer.currentStatistics.openFlows == 0)
+        // A late close for a forgotten flow passes quietly.
+        multiplexer.receive(.message(.close(identifier: identifier, direction: .all)))
+    }
+
+    @Test func theTunnelClosingClosesEveryLocalSocketAndFailsWhatWaits() {
+        let multiplexer = clientMultiplexer()
+        let (_, open) = openedFlow(multiplexer)
+        let pending = RecordingEndpoint()
+        var failed = false
+        multiplexer.openFlow(.udp, endpoint: pending) { if case .failure = $0 { failed = true } }
+        var configurationFailed = false
+        multiplexer.fetchConfiguration { if case .failure = $0 { configurationFailed = true } }
+        multiplexer.tunnelClosed()
+        #expect(open.closed && pending.closed)
+        #expect(failed && configurationFailed)
+    }
+}
