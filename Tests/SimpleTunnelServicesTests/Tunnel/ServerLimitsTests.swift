@@ -1,0 +1,118 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+@testable import SimpleTunnelServices
+
+@Suite("Server limits and the rest of B5")
+struct ServerLimitsTests {
+    @Test func framesAndMessagesThatEndATunnel() async throws {
+        let fixture = try await RawServerFixture.start()
+        var tiny = ByteBuffer()
+        tiny.writeInteger(UInt32(4), endianness: .little)
+        let cases: [(String, ByteBuffer)] = [
+            ("length below 5", tiny),
+            ("missing command", Self.frame(.dictionary(["identifier": 1]))),
+            ("command as a string", Self.frame(.dictionary(["identifier": 1, "command": .string("1")]))),
+            ("command as a boolean", Self.frame(.dictionary(["identifier": 1, "command": .boolean(true)]))),
+            ("payload that is a string", Self.frame(.string("hello"))),
+        ]
+        for (name, bytes) in cases {
+            let peer = try await fixture.peer()
+            try await peer.sendRaw(bytes)
+            #expect(await peer.waitForClose(), "\(name) did not end the tunnel")
+        }
+        await fixture.stop()
+    }
+
+    @Test func mistypedKeysAreDroppedAndTheTunnelCarriesOn() async throws {
+        let fixture = try await RawServerFixture.start()
+        let peer = try await fixture.peer()
+        try await peer.send(.open(identifier: 1, request: .tcp(TunnelEndpoint(host: "127.0.0.1", port: fixture.echoPort))))
+        #expect(await peer.next() == .openResult(identifier: 1, result: .success))
+        try await peer.send(propertyList: .dictionary(["identifier": 1, "command": 1, "data": .string("not data")]))
+        try await peer.send(propertyList: .dictionary(["identifier": 1, "command": 4, "close-type": 9]))
+        try await peer.send(propertyList: .dictionary(["identifier": .string("1"), "command": 2]))
+        try await peer.send(.data(identifier: 1, payload: ByteBuffer(string: "fine")), .close(identifier: 1, direction: .write))
+        let (data, closedWith) = await peer.collectData(for: 1)
+        #expect(data == ByteBuffer(string: "fine"))
+        #expect(closedWith == .write)
+        await peer.close()
+        await fixture.stop()
+    }
+
+    @Test func flowsPerTunnelAreLimited() async throws {
+        let fixture = try await RawServerFixture.start { $0.multiplexerLimits.maximumFlows = 3 }
+        let peer = try await fixture.peer()
+        for identifier in 1...3 {
+            try await peer.send(.open(identifier: Int64(identifier), request: .tcp(TunnelEndpoint(host: "127.0.0.1", port: fixture.echoPort))))
+            #expect(await peer.next() == .openResult(identifier: Int64(identifier), result: .success))
+        }
+        try await peer.send(.open(identifier: 4, request: .tcp(TunnelEndpoint(host: "127.0.0.1", port: fixture.echoPort))))
+        #expect(await peer.next() == .openResult(identifier: 4, result: .refused))
+        // Closing one makes room again.
+        try await peer.send(.close(identifier: 1, direction: .all))
+        try await Task.sleep(for: .milliseconds(100))
+        try await peer.send(.open(identifier: 5, request: .tcp(TunnelEndpoint(host: "127.0.0.1", port: fixture.echoPort))))
+        #expect(await peer.next() == .openResult(identifier: 5, result: .success))
+        await peer.close()
+        await fixture.stop()
+    }
+
+    @Test func tunnelsPerServerAreLimited() async throws {
+        let fixture = try await RawServerFixture.start { $0.maximumTunnels = 2 }
+        let first = try await fixture.peer()
+        let second = try await fixture.peer()
+        for peer in [first, second] {
+            try await peer.send(.fetchConfiguration(identifier: 0))
+            #expect(await peer.next() != nil)
+        }
+        let third = try await fixture.peer()
+        #expect(await third.waitForClose(), "a third tunnel was admitted")
+        await first.close()
+        try await Task.sleep(for: .milliseconds(200))
+        let fourth = try await fixture.peer()
+        try await fourth.send(.fetchConfiguration(identifier: 0))
+        #expect(await fourth.next() != nil)
+        await fixture.stop()
+    }
+
+    @Test func udpFlowsExpireWhenIdleNotFromCreation() async throws {
+        let fixture = try await RawServerFixture.start { $0.multiplexerLimits.udpIdleTimeout = .milliseconds(600) }
+        let echo = try await LoopbackPeers.udpEchoServer(group: fixture.group)
+        let port = echo.localAddress?.port ?? 0
+        let peer = try await fixture.peer()
+        try await peer.send(.open(identifier: 8, request: .udp))
+        #expect(await peer.next() == .openResult(identifier: 8, result: .success))
+        // Busy for longer than the timeout: stays open.
+        for round in 0..<6 {
+            try await peer.send(.data(identifier: 8, payload: ByteBuffer(string: "ping \(round)"), endpoint: TunnelEndpoint(host: "127.0.0.1", port: port)))
+            let answer = await peer.next()
+            #expect(answer == .data(identifier: 8, payload: ByteBuffer(string: "ping \(round)"), endpoint: TunnelEndpoint(host: "127.0.0.1", port: port)))
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        // Then idle: closed with close(all).
+        #expect(await peer.next(timeout: .seconds(5)) == .close(identifier: 8, direction: .all))
+        await peer.close()
+        try? await echo.close()
+        await fixture.stop()
+    }
+
+    @Test func sixtyFourMebibytesThroughAForwardArriveIntact() async throws {
+        let fixture = try await TunnelFixture.start()
+        let forwarder = try await fixture.forward()
+        let payload = LoopbackPeers.payload(64 * 1024 * 1024, seed: 99)
+        let echoed = try await LoopbackPeers.exchange(payload, port: forwarder.localAddress.port ?? 0, group: fixture.group)
+        #expect(echoed.readableBytes == payload.readableBytes)
+        #expect(echoed == payload)
+        await fixture.stop()
+    }
+
+    static func frame(_ propertyList: PropertyListValue) -> ByteBuffer {
+        let payload = BinaryPropertyListWriter.bytes(propertyList)
+        var frame = ByteBuffer()
+        frame.writeInteger(UInt32(payload.readableBytes + 4), endianness: .little)
+        frame.writeImmutableBuffer(payload)
+        return frame
+    }
+}
