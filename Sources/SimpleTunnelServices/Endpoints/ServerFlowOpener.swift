@@ -16,6 +16,8 @@ public final class ServerFlowOpener: FlowOpener {
         public var resolver: any NameResolver = HostResolver()
         /// Addresses of one name tried before giving up.
         public var maximumConnectAttempts = 4
+        /// Nil when the IP layer is off: IP opens then get result 5.
+        public var ipLayer: ServerIPLayer?
 
         public init() {}
     }
@@ -46,7 +48,10 @@ public final class ServerFlowOpener: FlowOpener {
             )
             completion(.success(OpenedFlow(endpoint: endpoint)))
         case .ip:
-            completion(.failure(FlowOpenFailure(.internalError, "the IP layer is not available on this server")))
+            guard let ipLayer = settings.ipLayer else {
+                return completion(.failure(FlowOpenFailure(.internalError, "the IP layer is off on this server")))
+            }
+            completion(ipLayer.open(identifier: identifier, sink: sink, eventLoop: eventLoop))
         }
     }
 

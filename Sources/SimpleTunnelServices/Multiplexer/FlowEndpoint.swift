@@ -73,6 +73,8 @@ public protocol FlowEventSink: AnyObject {
     func flowWriteFailed(_ identifier: TunnelConnectionIdentifier)
     /// The local socket is closed entirely.
     func flowDidClose(_ identifier: TunnelConnectionIdentifier)
+    /// IP packets read from an IP flow's device, for the peer.
+    func flow(_ identifier: TunnelConnectionIdentifier, didReadPackets packets: [TunnelPacket])
 }
 
 extension FlowEndpoint {

@@ -5,6 +5,7 @@ import NIOCore
 struct FlowOutboundQueue {
     enum Item {
         case data(ByteBuffer, source: TunnelEndpoint?)
+        case packets([TunnelPacket])
         case close(TunnelConnectionCloseDirection)
     }
 
@@ -17,6 +18,11 @@ struct FlowOutboundQueue {
     mutating func appendData(_ data: ByteBuffer, source: TunnelEndpoint?) {
         bufferedBytes += data.readableBytes
         items.append(.data(data, source: source))
+    }
+
+    mutating func appendPackets(_ packets: [TunnelPacket]) {
+        bufferedBytes += packets.reduce(0) { $0 + $1.bytes.readableBytes }
+        items.append(.packets(packets))
     }
 
     mutating func appendClose(_ direction: TunnelConnectionCloseDirection) {
@@ -37,16 +43,42 @@ struct FlowOutboundQueue {
         case .data(let data, _):
             bufferedBytes -= data.readableBytes
             return items.removeFirst()
+        case .packets:
+            return .packets(popPackets(maximumCount: TunnelWireLimits.maximumPacketsPerMessage, maximumBytes: maximumChunk))
         case .close:
             return items.removeFirst()
         }
     }
 
+    /// Packets from the front of the queue, merged across batches, for one
+    /// `packets` message of at most `maximumCount` packets and about `maximumBytes`.
+    private mutating func popPackets(maximumCount: Int, maximumBytes: Int) -> [TunnelPacket] {
+        var message: [TunnelPacket] = []
+        var bytes = 0
+        while message.count < maximumCount, case .packets(var batch)? = items.first {
+            while message.count < maximumCount, let packet = batch.first,
+                message.isEmpty || bytes + packet.bytes.readableBytes <= maximumBytes
+            {
+                batch.removeFirst()
+                message.append(packet)
+                bytes += packet.bytes.readableBytes
+            }
+            if batch.isEmpty {
+                items.removeFirst()
+            } else {
+                items[items.startIndex] = .packets(batch)
+                break
+            }
+        }
+        bufferedBytes -= bytes
+        return message
+    }
+
     /// Drops queued data (the peer can no longer take it); a queued close stays.
     mutating func removeAllData() {
         items.removeAll { item in
-            if case .data = item { return true }
-            return false
+            if case .close = item { return false }
+            return true
         }
         bufferedBytes = 0
     }

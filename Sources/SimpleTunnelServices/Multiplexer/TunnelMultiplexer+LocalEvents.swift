@@ -13,6 +13,21 @@ extension TunnelMultiplexer: FlowEventSink {
         afterQueueChange(identifier)
     }
 
+    /// An IP flow's device cannot be paused per client: when the tunnel falls
+    /// behind, packets beyond the flow's high watermark are dropped, as a
+    /// congested router would, and TCP inside the tunnel slows down.
+    public func flow(_ identifier: TunnelConnectionIdentifier, didReadPackets packets: [TunnelPacket]) {
+        guard var flow = flows[identifier], flow.isOpen, flow.kind == .ip, !packets.isEmpty else { return }
+        guard flow.queue.bufferedBytes < limits.flowQueueHighWatermark else {
+            statistics.packetsDropped += UInt64(packets.count)
+            return
+        }
+        flow.lastActivity = .now()
+        flow.queue.appendPackets(packets)
+        flows[identifier] = flow
+        afterQueueChange(identifier)
+    }
+
     public func flowDidReadEndOfFile(_ identifier: TunnelConnectionIdentifier) {
         guard flows[identifier] != nil else { return }
         logger.trace("local end of file", metadata: ["flow": "\(identifier)"])

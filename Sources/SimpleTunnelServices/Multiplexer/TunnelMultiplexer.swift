@@ -190,6 +190,11 @@ public final class TunnelMultiplexer {
                 sent += data.readableBytes
                 statistics.bytesToPeer += UInt64(data.readableBytes)
                 output.write(.data(identifier: identifier, payload: data, endpoint: source))
+            case .packets(let packets):
+                let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
+                sent += bytes
+                statistics.bytesToPeer += UInt64(bytes)
+                output.write(.packets(identifier: identifier, packets: packets))
             case .close(let direction):
                 output.write(.close(identifier: identifier, direction: direction))
             }
@@ -269,4 +274,6 @@ public struct TunnelStatistics: Sendable, Hashable {
     public var flowsClosed: UInt64 = 0
     public var openFlows = 0
     public var messagesDropped: UInt64 = 0
+    /// IP packets from the device dropped because the tunnel fell behind.
+    public var packetsDropped: UInt64 = 0
 }

@@ -1,0 +1,102 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Moves IP packets between the server's one TUN device and the tunnels that
+/// lease addresses: packets read from the device go to the tunnel whose lease
+/// is their destination (on that tunnel's event loop); packets from a tunnel
+/// reach the device only when their source is that tunnel's lease.
+public final class PacketRouter: @unchecked Sendable {
+    // @unchecked: `routes` and `counters` are behind locks; `device` is only
+    // read from its own reader and written through its thread-safe write.
+    private let device: PacketFlow
+    private let routes = NIOLockedValueBox<[IPv4Address: Route]>([:])
+    private let counterBox = NIOLockedValueBox(Counters())
+    private let logger: Logger
+
+    struct Route {
+        let eventLoop: EventLoop
+        let deliver: @Sendable ([TunnelPacket]) -> Void
+    }
+
+    public struct Counters: Sendable, Hashable {
+        /// Packets from a client whose source is not its lease (anti-spoofing).
+        public var spoofedDropped: UInt64 = 0
+        /// Packets from the device for an address no tunnel holds.
+        public var unroutableDropped: UInt64 = 0
+        public var packetsToDevice: UInt64 = 0
+        public var packetsFromDevice: UInt64 = 0
+    }
+
+    public init(device: PacketFlow, logger: Logger) {
+        self.device = device
+        self.logger = logger
+    }
+
+    public var deviceName: String { device.name }
+    public var counters: Counters { counterBox.withLockedValue { $0 } }
+
+    /// Starts reading the device; batches are sorted out on `eventLoop`.
+    public func start(on eventLoop: EventLoop) {
+        device.startReading(on: eventLoop) { [weak self] packets in
+            self?.route(packets)
+        }
+    }
+
+    public func stop() {
+        device.close()
+    }
+
+    /// Packets for `address` go to `deliver`, called on `eventLoop`.
+    func attach(_ address: IPv4Address, eventLoop: EventLoop, deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
+        routes.withLockedValue { $0[address] = Route(eventLoop: eventLoop, deliver: deliver) }
+    }
+
+    func detach(_ address: IPv4Address) {
+        _ = routes.withLockedValue { $0.removeValue(forKey: address) }
+    }
+
+    /// Writes a client's packets to the device, dropping (and counting) any
+    /// whose source is not the client's lease.
+    func send(_ packets: [TunnelPacket], from lease: IPv4Address) {
+        var allowed: [ByteBuffer] = []
+        allowed.reserveCapacity(packets.count)
+        for packet in packets {
+            if let addresses = IPv4PacketHeader.addresses(of: packet.bytes), addresses.source == lease {
+                allowed.append(packet.bytes)
+            }
+        }
+        let spoofed = UInt64(packets.count - allowed.count)
+        counterBox.withLockedValue {
+            $0.spoofedDropped += spoofed
+            $0.packetsToDevice += UInt64(allowed.count)
+        }
+        if spoofed > 0 {
+            logger.notice("dropped packets whose source is not the lease", metadata: ["lease": "\(lease)", "count": "\(spoofed)"])
+        }
+        if !allowed.isEmpty {
+            device.writePackets(allowed)
+        }
+    }
+
+    private func route(_ packets: [ByteBuffer]) {
+        var batches: [IPv4Address: [TunnelPacket]] = [:]
+        var unroutable: UInt64 = 0
+        let table = routes.withLockedValue { $0 }
+        for packet in packets {
+            guard let destination = IPv4PacketHeader.addresses(of: packet)?.destination, table[destination] != nil else {
+                unroutable += 1
+                continue
+            }
+            batches[destination, default: []].append(TunnelPacket(bytes: packet, protocolNumber: TunnelPacket.ProtocolNumber.ipv4))
+        }
+        counterBox.withLockedValue {
+            $0.unroutableDropped += unroutable
+            $0.packetsFromDevice += UInt64(packets.count) - unroutable
+        }
+        for (destination, batch) in batches {
+            guard let route = table[destination] else { continue }
+            route.eventLoop.execute { route.deliver(batch) }
+        }
+    }
+}

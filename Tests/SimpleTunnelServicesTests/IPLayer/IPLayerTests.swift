@@ -1,0 +1,193 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+@testable import SimpleTunnelServices
+
+/// A packet device in memory: records what is written, injects what is "read".
+final class FakePacketDevice: PacketFlow, @unchecked Sendable {
+    // @unchecked: all state behind the lock.
+    private let state = NIOLockedValueBox<(written: [ByteBuffer], reader: (EventLoop, ([ByteBuffer]) -> Void)?)>(([], nil))
+
+    let name = "fake0"
+    let mtu = 1400
+
+    func startReading(on eventLoop: EventLoop, _ deliver: @escaping ([ByteBuffer]) -> Void) {
+        state.withLockedValue { $0.reader = (eventLoop, deliver) }
+    }
+
+    func writePackets(_ packets: [ByteBuffer]) {
+        state.withLockedValue { $0.written += packets }
+    }
+
+    func close() {}
+
+    var written: [ByteBuffer] { state.withLockedValue { $0.written } }
+
+    /// Delivers packets as if read from the device, in batches of at most 32.
+    func inject(_ packets: [ByteBuffer]) {
+        guard let (eventLoop, deliver) = state.withLockedValue({ $0.reader }) else { return }
+        var remaining = packets[...]
+        while !remaining.isEmpty {
+            let batch = Array(remaining.prefix(32))
+            remaining = remaining.dropFirst(32)
+            eventLoop.execute { deliver(batch) }
+        }
+    }
+}
+
+/// A minimal IPv4/UDP packet from `source` to `destination`.
+func ipv4Packet(from source: String, to destination: String, payload: Int = 8) -> ByteBuffer {
+    var packet = ByteBuffer()
+    let total = 20 + 8 + payload
+    packet.writeInteger(UInt8(0x45))
+    packet.writeInteger(UInt8(0))
+    packet.writeInteger(UInt16(total))
+    packet.writeInteger(UInt32(0))
+    packet.writeInteger(UInt8(64))
+    packet.writeInteger(UInt8(17))
+    packet.writeInteger(UInt16(0))
+    packet.writeInteger(IPv4Address(source)?.rawValue ?? 0)
+    packet.writeInteger(IPv4Address(destination)?.rawValue ?? 0)
+    packet.writeRepeatingByte(0, count: 8 + payload)
+    return packet
+}
+
+@Suite("IP layer: pool, router, anti-spoofing")
+struct IPLayerTests {
+    static func configuration(_ start: String, _ end: String) throws -> TunnelServerConfiguration {
+        try TunnelServerConfiguration(propertyList: .dictionary([
+            "IPv4": .dictionary([
+                "Pool": .dictionary(["StartAddress": .string(start), "EndAddress": .string(end)]),
+                "Routes": .array([.dictionary(["Address": .string("198.18.2.0"), "Netmask": .string("255.255.255.0")])]),
+            ]),
+            "DNS": .dictionary(["Servers": .array([.string("10.90.0.1")])]),
+        ]))
+    }
+
+    static func start(pool start: String = "10.90.0.2", _ end: String = "10.90.0.254") async throws -> (RawServerFixture, FakePacketDevice, ServerIPLayer) {
+        let device = FakePacketDevice()
+        let configuration = try configuration(start, end)
+        let router = PacketRouter(device: device, logger: TunnelFixture.logger)
+        let layer = ServerIPLayer(pool: AddressPool(range: configuration.pool), router: router, configuration: configuration)
+        let fixture = try await RawServerFixture.start { $0.opener.ipLayer = layer }
+        router.start(on: fixture.group.next())
+        return (fixture, device, layer)
+    }
+
+    @Test func thePoolIsInclusiveLowestFirstAndReusesReleasedAddresses() throws {
+        let pool = AddressPool(range: try #require(IPv4Address("192.168.2.2"))...(try #require(IPv4Address("192.168.2.10"))))
+        let leases = (0..<9).compactMap { _ in pool.lease() }
+        #expect(leases.map(\.description) == (2...10).map { "192.168.2.\($0)" })
+        #expect(pool.lease() == nil)
+        pool.release(try #require(IPv4Address("192.168.2.5")))
+        #expect(pool.lease()?.description == "192.168.2.5")
+    }
+
+    @Test func anIPOpenGetsItsLeaseAndThePersonalisedConfiguration() async throws {
+        let (fixture, _, _) = try await Self.start()
+        let peer = try await fixture.peer()
+        try await peer.send(.open(identifier: 1, request: .ip))
+        guard case .openResult(1, .success, let configuration?)? = await peer.next() else {
+            Issue.record("no successful open result")
+            return
+        }
+        let ipv4 = configuration["IPv4"]?.dictionaryValue
+        #expect(ipv4?["Address"] == .string("10.90.0.2"))
+        #expect(ipv4?["Netmask"] == .string("255.255.255.255"))
+        #expect(ipv4?["Pool"] == nil)
+        #expect(ipv4?["Routes"] != nil)
+        #expect(configuration["DNS"] != nil)
+        await peer.close()
+        await fixture.stop()
+    }
+
+    @Test func packetsFromTheLeaseReachTheDeviceAndSpoofedOnesAreDroppedAndCounted() async throws {
+        let (fixture, device, layer) = try await Self.start()
+        let peer = try await fixture.peer()
+        try await peer.send(.open(identifier: 1, request: .ip))
+        _ = await peer.next()
+        let good = ipv4Packet(from: "10.90.0.2", to: "198.18.2.2")
+        let spoofed = ipv4Packet(from: "10.90.0.77", to: "198.18.2.2")
+        let ipv6 = ByteBuffer(bytes: [0x60] + [UInt8](repeating: 0, count: 39))
+        try await peer.send(.packets(identifier: 1, packets: [
+            TunnelPacket(bytes: good, protocolNumber: 2),
+            TunnelPacket(bytes: spoofed, protocolNumber: 2),
+            TunnelPacket(bytes: ipv6, protocolNumber: 30),
+            // The protocol number lies; the version nibble decides.
+            TunnelPacket(bytes: good, protocolNumber: 30),
+        ]))
+        for _ in 0..<100 where device.written.count < 2 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(device.written == [good, good])
+        #expect(layer.router.counters.spoofedDropped == 2)
+        await peer.close()
+        await fixture.stop()
+    }
+
+    @Test func packetsFromTheDeviceGoToTheLeaseHolderInBatchesOf32() async throws {
+        let (fixture, device, _) = try await Self.start()
+        let first = try await fixture.peer()
+        let second = try await fixture.peer()
+        try await first.send(.open(identifier: 1, request: .ip))
+        _ = await first.next()
+        try await second.send(.open(identifier: 1, request: .ip))
+        _ = await second.next()
+        device.inject((0..<40).map { ipv4Packet(from: "198.18.2.2", to: "10.90.0.3", payload: $0) } + [ipv4Packet(from: "198.18.2.2", to: "10.90.0.2")])
+        var received: [[TunnelPacket]] = []
+        while received.flatMap({ $0 }).count < 40, let message = await second.next(timeout: .seconds(5)) {
+            if case .packets(1, let packets) = message { received.append(packets) }
+        }
+        #expect(received.allSatisfy { $0.count <= 32 })
+        #expect(received.flatMap { $0 }.map(\.bytes.readableBytes) == (0..<40).map { 28 + $0 })
+        #expect(received.flatMap { $0 }.allSatisfy { $0.protocolNumber == TunnelPacket.ProtocolNumber.ipv4 })
+        guard case .packets(1, let mine)? = await first.next() else {
+            Issue.record("the first client got nothing")
+            return
+        }
+        #expect(mine.count == 1)
+        await first.close()
+        await second.close()
+        await fixture.stop()
+    }
+
+    @Test func anExhaustedPoolAnswersThreeAndALeaseIsReusedAfterDisconnect() async throws {
+        let (fixture, _, layer) = try await Self.start(pool: "10.90.0.2", "10.90.0.3")
+        let a = try await fixture.peer()
+        let b = try await fixture.peer()
+        let c = try await fixture.peer()
+        for peer in [a, b] {
+            try await peer.send(.open(identifier: 1, request: .ip))
+            guard case .openResult(1, .success, _)? = await peer.next() else {
+                Issue.record("open failed")
+                return
+            }
+        }
+        try await c.send(.open(identifier: 1, request: .ip))
+        #expect(await c.next() == .openResult(identifier: 1, result: .refused))
+        await a.close()
+        for _ in 0..<100 where layer.pool.leasedCount > 1 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try await c.send(.open(identifier: 2, request: .ip))
+        guard case .openResult(2, .success, let configuration?)? = await c.next() else {
+            Issue.record("the freed lease was not reused")
+            return
+        }
+        #expect(configuration["IPv4"]?.dictionaryValue?["Address"] == .string("10.90.0.2"))
+        await b.close()
+        await c.close()
+        await fixture.stop()
+    }
+
+    @Test func withoutAnIPLayerAnIPOpenGetsFive() async throws {
+        let fixture = try await RawServerFixture.start()
+        let peer = try await fixture.peer()
+        try await peer.send(.open(identifier: 1, request: .ip))
+        #expect(await peer.next() == .openResult(identifier: 1, result: .internalError))
+        await peer.close()
+        await fixture.stop()
+    }
+}
