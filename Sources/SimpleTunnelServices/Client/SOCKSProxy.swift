@@ -5,17 +5,8 @@ import NIOPosix
 /// A SOCKS5 proxy (RFC 1928, no authentication) whose CONNECTs become TCP
 /// flows and whose UDP ASSOCIATEs become UDP flows of the tunnel. Names are
 /// resolved by the server, as `curl --socks5-hostname` expects.
-public final class SOCKSProxy: Sendable {
-    public let localAddress: SocketAddress
-    private let channel: Channel
-
-    private init(channel: Channel) throws {
-        self.channel = channel
-        guard let address = channel.localAddress else { throw ChannelError.unknownLocalAddress }
-        self.localAddress = address
-    }
-
-    public static func start(bindHost: String, bindPort: Int, tunnel: TunnelClientConnection, logger: Logger) async throws -> SOCKSProxy {
+public enum SOCKSProxy {
+    public static func start(bindHost: String, bindPort: Int, tunnel: TunnelClientConnection, logger: Logger) async throws -> LocalListener {
         let channel = try await ServerBootstrap(group: tunnel.eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
@@ -31,13 +22,9 @@ public final class SOCKSProxy: Sendable {
             }
             .bind(host: bindHost, port: bindPort)
             .get()
-        let proxy = try SOCKSProxy(channel: channel)
+        let proxy = try LocalListener(channel: channel)
         logger.notice("SOCKS5 proxy on \(TunnelEndpoint(proxy.localAddress)) through the tunnel")
         return proxy
-    }
-
-    public func close() async {
-        try? await channel.close()
     }
 
     static func handle(_ request: SOCKS5Request, on channel: Channel, tunnel: TunnelClientConnection, logger: Logger) -> EventLoopFuture<SOCKS5Outcome> {

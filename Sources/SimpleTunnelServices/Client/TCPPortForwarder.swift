@@ -4,23 +4,14 @@ import NIOPosix
 
 /// `ssh -L` for the tunnel: every connection accepted on a local port becomes
 /// a TCP flow to one destination, opened by the server.
-public final class TCPPortForwarder: Sendable {
-    public let localAddress: SocketAddress
-    private let channel: Channel
-
-    private init(channel: Channel) throws {
-        self.channel = channel
-        guard let address = channel.localAddress else { throw ChannelError.unknownLocalAddress }
-        self.localAddress = address
-    }
-
+public enum TCPPortForwarder {
     public static func start(
         bindHost: String,
         bindPort: Int,
         destination: TunnelEndpoint,
         tunnel: TunnelClientConnection,
         logger: Logger
-    ) async throws -> TCPPortForwarder {
+    ) async throws -> LocalListener {
         let channel = try await ServerBootstrap(group: tunnel.eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
@@ -34,7 +25,7 @@ public final class TCPPortForwarder: Sendable {
             }
             .bind(host: bindHost, port: bindPort)
             .get()
-        let forwarder = try TCPPortForwarder(channel: channel)
+        let forwarder = try LocalListener(channel: channel)
         logger.notice("forwarding \(TunnelEndpoint(forwarder.localAddress)) to \(destination) through the tunnel")
         return forwarder
     }
@@ -60,9 +51,5 @@ public final class TCPPortForwarder: Sendable {
         } else {
             channel.close(promise: nil)
         }
-    }
-
-    public func close() async {
-        try? await channel.close()
     }
 }

@@ -5,23 +5,14 @@ import NIOPosix
 /// `-U`: datagrams arriving on a local UDP port travel through the tunnel to
 /// one destination; each local source address gets its own UDP flow, and the
 /// answers go back to that source.
-public final class UDPPortForwarder: Sendable {
-    public let localAddress: SocketAddress
-    private let channel: Channel
-
-    private init(channel: Channel) throws {
-        self.channel = channel
-        guard let address = channel.localAddress else { throw ChannelError.unknownLocalAddress }
-        self.localAddress = address
-    }
-
+public enum UDPPortForwarder {
     public static func start(
         bindHost: String,
         bindPort: Int,
         destination: TunnelEndpoint,
         tunnel: TunnelClientConnection,
         logger: Logger
-    ) async throws -> UDPPortForwarder {
+    ) async throws -> LocalListener {
         let channel = try await DatagramBootstrap(group: tunnel.eventLoop).readingWholeDatagrams()
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelInitializer { channel in
@@ -33,13 +24,9 @@ public final class UDPPortForwarder: Sendable {
             }
             .bind(host: bindHost, port: bindPort)
             .get()
-        let forwarder = try UDPPortForwarder(channel: channel)
+        let forwarder = try LocalListener(channel: channel)
         logger.notice("forwarding UDP \(TunnelEndpoint(forwarder.localAddress)) to \(destination) through the tunnel")
         return forwarder
-    }
-
-    public func close() async {
-        try? await channel.close()
     }
 }
 

@@ -41,7 +41,7 @@ struct TunnelFixture {
         return TunnelFixture(group: group, server: server, client: client, echo: echo)
     }
 
-    func forward(to port: Int? = nil) async throws -> TCPPortForwarder {
+    func forward(to port: Int? = nil) async throws -> LocalListener {
         try await TCPPortForwarder.start(
             bindHost: "127.0.0.1", bindPort: 0,
             destination: TunnelEndpoint(host: "127.0.0.1", port: port ?? echoPort),
