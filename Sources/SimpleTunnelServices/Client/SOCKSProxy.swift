@@ -9,6 +9,7 @@ public enum SOCKSProxy {
     public static func start(bindHost: String, bindPort: Int, tunnel: TunnelClientConnection, logger: Logger) async throws -> LocalListener {
         let channel = try await ServerBootstrap(group: tunnel.eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: LocalListener.backlog)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in

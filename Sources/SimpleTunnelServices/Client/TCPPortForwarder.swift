@@ -14,6 +14,7 @@ public enum TCPPortForwarder {
     ) async throws -> LocalListener {
         let channel = try await ServerBootstrap(group: tunnel.eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: LocalListener.backlog)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in

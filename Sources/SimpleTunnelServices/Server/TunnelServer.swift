@@ -44,7 +44,7 @@ public final class TunnelServer: Sendable {
     public static func start(settings: Settings, group: EventLoopGroup, logger: Logger) async throws -> TunnelServer {
         let tunnels = NIOLockedValueBox<[ObjectIdentifier: Channel]>([:])
         let channel = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.backlog, value: LocalListener.backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)

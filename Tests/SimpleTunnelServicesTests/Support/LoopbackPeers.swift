@@ -10,6 +10,7 @@ enum LoopbackPeers {
     /// (half-close) sends its own FIN once all is echoed.
     static func echoServer(group: EventLoopGroup) async throws -> Channel {
         try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
