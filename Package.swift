@@ -88,6 +88,9 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 "COpenSSL",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                // Built for the tests that run the real programs in network namespaces.
+                "TunnelServer",
+                "TunnelClient",
             ],
         ),
     ]
