@@ -124,5 +124,8 @@ int st_poll_readable(int fd, int wake_fd, int timeout_ms, int *error) {
     }
     if (ready == 0) return 0;
     if (fds[1].revents) return 2;
-    return 1;
+    if (fds[0].revents & POLLIN) return 1;
+    // POLLERR/POLLHUP/POLLNVAL without data: the interface is gone or the
+    // descriptor is bad; reporting it stops a reader that would otherwise spin.
+    return 3;
 }

@@ -38,8 +38,8 @@ int st_wake_fd_open(int *error);
 int st_wake_fd_signal(int fd);
 
 /// Waits for `fd` to become readable or `wake_fd` to be signalled.
-/// Returns 1 when `fd` is readable (or has an error), 2 when woken,
-/// 0 on timeout, -1 with *error on failure.
+/// Returns 1 when `fd` is readable, 2 when woken, 3 when `fd` reports an
+/// error or hang-up without data, 0 on timeout, -1 with *error on failure.
 int st_poll_readable(int fd, int wake_fd, int timeout_ms, int *error);
 
 #endif

@@ -27,8 +27,11 @@ struct TUNDeviceNamespaceTests {
     func theDeviceIsCreatedInsideTheNamespaceOnlyWithTheNameTheKernelChose() throws {
         let lab = NetworkNamespaceLab()
         defer { lab.cleanup() }
+        let namespaceBefore = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self/ns/net")
         let (namespace, device) = try makeConfiguredDevice(lab, mtu: 1400)
         defer { device.close() }
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self/ns/net") == namespaceBefore,
+                "opening in a namespace must not move the calling thread")
         #expect(device.name.hasPrefix("stun"))
         #expect(device.name != "stun%d")
         #expect(device.mtu == 1400)
@@ -84,14 +87,42 @@ struct TUNDeviceNamespaceTests {
             IPv4TestPackets.udp(from: Self.peerAddress, 40000, to: Self.tunAddress, port,
                                 payload: [UInt8](repeating: UInt8(index), count: size), identification: UInt16(index + 1))
         }
-        device.writePackets(packets)
+        // Something that is not IP in the middle: the kernel refuses that one packet only.
+        device.writePackets(Array(packets[..<10]) + [ByteBuffer(bytes: [0x00, 0x01, 0x02, 0x03])] + Array(packets[10...]))
         #expect(device.counters.packetsWritten == count)
-        #expect(device.counters.writeDrops == 0)
+        #expect(device.counters.writeDrops == 1)
 
         let (_, output) = await receiver.finish(timeout: 15)
         let line = output.split(separator: "\n").first { $0.hasPrefix("sizes") }
         let received = line.map { $0.split(separator: " ").dropFirst().compactMap { Int($0) } }
         #expect(received == sizes, "receiver output: \(output)")
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isPythonAvailable, "needs root, /dev/net/tun, `ip netns` and python3"))
+    func packetsFromTheKernelAreReadWholeInOrderInBatchesOfAtMost32() async throws {
+        let lab = NetworkNamespaceLab()
+        defer { lab.cleanup() }
+        let (namespace, device) = try makeConfiguredDevice(lab, mtu: 1400)
+        defer { device.close() }
+        let collector = PacketCollector()
+        device.startReading(on: loop, collector.deliver(expecting: loop))
+
+        // 100 datagrams up to the MTU: 28 header bytes + 1372 is exactly 1400.
+        let count = 100
+        let sizes = (0..<count).map { 1372 - (count - 1 - $0) * 13 }
+        _ = try lab.run(in: namespace, ["python3", "-c", NamespaceScripts.udpSender, Self.peerAddress.description, "9", String(count), String(sizes[0]), "13"])
+        let udp = { (packets: [ByteBuffer]) in
+            packets.filter { $0.getInteger(at: 9, as: UInt8.self) == 17 && $0.getInteger(at: 0, as: UInt8.self) == 0x45 }
+        }
+        #expect(await Loopback.waitUntil(seconds: 10) { udp(collector.packets).count == count })
+        let received = udp(collector.packets)
+        #expect(received.map(\.readableBytes) == sizes.map { $0 + 28 })
+        #expect(received.last?.readableBytes == 1400, "a packet of exactly the MTU arrives whole")
+        #expect(received.map { Int($0.getInteger(at: 28, as: UInt8.self) ?? 255) } == (0..<count).map { $0 % 256 }, "in order")
+        #expect(received.allSatisfy { TunnelPacket(bytes: $0).ipVersion == .v4 })
+        #expect(collector.batches.allSatisfy { (1...PacketFlowLimits.maximumBatchSize).contains($0.count) })
+        #expect(collector.deliveriesOffTheLoop == 0)
+        #expect(device.counters.packetsRead == collector.packets.count)
     }
 
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and `ip netns`"))
@@ -107,6 +138,21 @@ struct TUNDeviceNamespaceTests {
         device.close()
         device.writePackets(numberedPackets(2))
         #expect(device.counters.writeDrops == 2)
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and `ip netns`"))
+    func deletingTheInterfaceUnderAReaderLeavesCloseWorking() async throws {
+        let lab = NetworkNamespaceLab()
+        defer { lab.cleanup() }
+        let (namespace, device) = try makeConfiguredDevice(lab)
+        device.startReading(on: loop) { _ in }
+        _ = try lab.runner.runChecked(["ip", "-n", namespace, "link", "delete", device.name])
+        try await Task.sleep(for: .milliseconds(200))
+        device.writePackets([IPv4TestPackets.udp(from: Self.peerAddress, 1, to: Self.tunAddress, 2, payload: [1])])
+        #expect(device.counters.writeDrops == 1, "writing to a deleted interface fails and is counted")
+        let started = ContinuousClock.now
+        device.close()
+        #expect(ContinuousClock.now - started < .seconds(1))
     }
 
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and `ip netns`"))

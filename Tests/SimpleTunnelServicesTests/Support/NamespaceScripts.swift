@@ -54,4 +54,15 @@ enum NamespaceScripts {
         pass
     print("sizes", " ".join(map(str, sizes)), flush=True)
     """
+
+    /// Sends UDP datagrams as fast as it can. Arguments: address, port,
+    /// count, first payload size, size step. Datagram i carries byte i.
+    static let udpSender = """
+    import socket, sys
+    target, port, count, first, step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for index in range(count):
+        sock.sendto(bytes([index % 256]) * (first + index * step), (target, port))
+    print("sent", count, flush=True)
+    """
 }

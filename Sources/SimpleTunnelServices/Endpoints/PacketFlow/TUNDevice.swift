@@ -52,7 +52,7 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
             Glibc.close(fd)
             throw .setupFailed(what: "control socket", errno: error)
         }
-        return try TUNDevice(deviceFD: fd, controlFD: controlFD, name: String(cString: actualName), logger: logger)
+        return try TUNDevice(deviceFD: fd, controlFD: controlFD, name: interfaceName(actualName), logger: logger)
     }
 
     /// Takes ownership of both descriptors (closing them if this fails).

@@ -40,6 +40,11 @@ struct TUNReaderLoop: Sendable {
                 break
             case 2:
                 return
+            case 3:
+                // Read once anyway: the errno says why (EBADFD once the interface is deleted).
+                let (_, failure) = readAvailable(into: &scratch, allocator: allocator)
+                logger.error("TUN reader stopped: the device reported an error", metadata: ["device": "\(name)", "error": "\(failure ?? "no data")"])
+                return
             default:
                 if error == EINTR { continue }
                 logger.error("TUN reader stopped: poll failed", metadata: ["device": "\(name)", "error": "\(errnoText(error))"])
