@@ -14,9 +14,9 @@ struct TUNDeviceNamespaceTests {
     static let peerAddress = IPv4Address(10, 200, 0, 2)
 
     /// A namespace holding an up TUN device with 10.200.0.1/24.
-    private func makeConfiguredDevice(_ lab: NetworkNamespaceLab, mtu: Int = 1400) throws -> (namespace: String, device: TUNDevice) {
+    private func makeConfiguredDevice(_ lab: NetworkNamespaceLab, name: String = "stun%d", mtu: Int = 1400) throws -> (namespace: String, device: TUNDevice) {
         let namespace = try lab.makeNamespace()
-        let device = try TUNDevice.open(name: "stun%d", inNamespace: namespace)
+        let device = try TUNDevice.open(name: name, inNamespace: namespace)
         let configurator = LinuxNetworkConfigurator(namespace: namespace)
         try configurator.setLinkUp(device: device.name, mtu: mtu)
         try configurator.addAddress(Self.tunAddress, prefixLength: 24, device: device.name)
@@ -129,7 +129,8 @@ struct TUNDeviceNamespaceTests {
     func closeStopsAnIdleReaderPromptlyAndIsIdempotent() async throws {
         let lab = NetworkNamespaceLab()
         defer { lab.cleanup() }
-        let (_, device) = try makeConfiguredDevice(lab)
+        let (_, device) = try makeConfiguredDevice(lab, name: "st-exact0")
+        #expect(device.name == "st-exact0")
         device.startReading(on: loop) { _ in }
         try await Task.sleep(for: .milliseconds(100))
         let started = ContinuousClock.now
@@ -153,6 +154,15 @@ struct TUNDeviceNamespaceTests {
         let started = ContinuousClock.now
         device.close()
         #expect(ContinuousClock.now - started < .seconds(1))
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and `ip netns`"))
+    func anOverlongNameIsRefusedWithTheLimit() throws {
+        let lab = NetworkNamespaceLab()
+        defer { lab.cleanup() }
+        let namespace = try lab.makeNamespace()
+        let error = #expect(throws: TUNDeviceError.self) { _ = try TUNDevice.open(name: "simpletunnel-far-too-long", inNamespace: namespace) }
+        #expect(error?.description.contains("at most 15 characters") == true, "\(String(describing: error))")
     }
 
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and `ip netns`"))

@@ -53,6 +53,6 @@ private final class NamespaceOpenOutcome: @unchecked Sendable {
         var failedStep: CInt = 0
         var actualName = [CChar](repeating: 0, count: Int(st_interface_name_capacity()))
         let fd = st_tun_open_in_namespace(netnsPath, name, &actualName, actualName.count, &controlFD, &failedStep, &error)
-        result = (fd, controlFD, interfaceName(actualName), error, failedStep)
+        result = (fd, controlFD, TUNDevice.interfaceName(actualName), error, failedStep)
     }
 }

@@ -52,7 +52,7 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
             Glibc.close(fd)
             throw .setupFailed(what: "control socket", errno: error)
         }
-        return try TUNDevice(deviceFD: fd, controlFD: controlFD, name: interfaceName(actualName), logger: logger)
+        return try TUNDevice(deviceFD: fd, controlFD: controlFD, name: Self.interfaceName(actualName), logger: logger)
     }
 
     /// Takes ownership of both descriptors (closing them if this fails).
@@ -180,6 +180,11 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         Glibc.close(deviceFD)
         Glibc.close(controlFD)
         Glibc.close(wakeFD)
+    }
+
+    /// The text before the first NUL of the name buffer the kernel filled in.
+    static func interfaceName(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     private var isClosed: Bool {

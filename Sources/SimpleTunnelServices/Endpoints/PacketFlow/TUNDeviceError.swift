@@ -38,8 +38,3 @@ public enum TUNDeviceError: Error, Hashable, Sendable, CustomStringConvertible {
 func errnoText(_ code: Int32) -> String {
     "\(String(cString: strerror(code))) (errno \(code))"
 }
-
-/// The text before the first NUL of a C name buffer.
-func interfaceName(_ buffer: [CChar]) -> String {
-    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}
