@@ -17,7 +17,7 @@ import NIOCore
 ///
 /// Addresses, routes and the link state belong to `LinuxNetworkConfigurator`.
 public final class TUNDevice: PacketFlow, @unchecked Sendable {
-    // @unchecked: `state` and `counters` are guarded by `lock`; the
+    // @unchecked: `state`, `countersStorage` and `lastKnownMTU` are guarded by `lock`; the
     // descriptors are immutable and closed only after the reader has stopped
     // and no write can start (state `.closed`).
     public let name: String
