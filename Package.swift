@@ -28,6 +28,8 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 "COpenSSL",
                 "CTLSShims",
+                // IP-layer tunnel (issue 5): TUN device and namespace calls.
+                "CTUNShims",
             ]
         ),
         // TLS (issue 3): the system's OpenSSL 3 (libssl-dev) and a C shim for its macros.
@@ -37,6 +39,8 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         .target(name: "CTLSShims", dependencies: ["COpenSSL"]),
+        // IP-layer tunnel (issue 5): Linux TUN, ifreq ioctls, setns and poll.
+        .target(name: "CTUNShims"),
         .executableTarget(
             name: "TunnelServer",
             dependencies: [

@@ -1,0 +1,45 @@
+// Linux TUN and network-namespace calls whose structs (ifreq) and flags
+// Swift cannot use directly. Every function returns -1 and stores errno in
+// *error on failure, so the caller can report strerror text.
+#ifndef C_TUN_SHIMS_H
+#define C_TUN_SHIMS_H
+#include <stddef.h>
+
+/// IFNAMSIZ, so Swift can size the name buffer.
+int st_interface_name_capacity(void);
+
+/// Opens /dev/net/tun as a non-blocking, close-on-exec IFF_TUN | IFF_NO_PI
+/// device. `requested_name` may be empty (kernel picks "tunN") or a pattern
+/// such as "stun%d". The name the kernel chose is copied to `actual_name`.
+int st_tun_open(const char *requested_name, char *actual_name, size_t length, int *error);
+
+/// Like st_tun_open, but inside the network namespace at `netns_path`
+/// (/var/run/netns/NAME). The calling thread enters the namespace, opens the
+/// device and a control socket there, and returns to its own namespace;
+/// both descriptors keep their namespace afterwards. Returns the device fd;
+/// *control_fd receives the socket. *failed_step tells what went wrong:
+/// ST_STEP_NONE, ST_STEP_ENTER (namespace not entered, -1 returned),
+/// ST_STEP_OPEN (device or socket not opened, -1 returned) or ST_STEP_RETURN
+/// (device opened, but the thread stays in the namespace: do not reuse it).
+enum { ST_STEP_NONE = 0, ST_STEP_ENTER = 1, ST_STEP_OPEN = 2, ST_STEP_RETURN = 3 };
+int st_tun_open_in_namespace(const char *netns_path, const char *requested_name,
+                             char *actual_name, size_t length,
+                             int *control_fd, int *failed_step, int *error);
+
+/// A datagram socket for interface ioctls in the calling thread's namespace.
+int st_control_socket_open(int *error);
+
+/// The interface's MTU via SIOCGIFMTU on `control_fd`.
+int st_interface_mtu(int control_fd, const char *name, int *error);
+
+/// A non-blocking eventfd used to wake a thread blocked in poll().
+int st_wake_fd_open(int *error);
+/// Adds 1 to the eventfd counter (makes it readable).
+int st_wake_fd_signal(int fd);
+
+/// Waits for `fd` to become readable or `wake_fd` to be signalled.
+/// Returns 1 when `fd` is readable, 2 when woken, 3 when `fd` reports an
+/// error or hang-up without data, 0 on timeout, -1 with *error on failure.
+int st_poll_readable(int fd, int wake_fd, int timeout_ms, int *error);
+
+#endif

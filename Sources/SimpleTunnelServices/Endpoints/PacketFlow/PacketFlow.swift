@@ -1,0 +1,66 @@
+import NIOCore
+
+/// The seam between the IP-layer tunnel and the operating system's packet
+/// device: one Linux implementation (`TUNDevice`) and one in-memory fake
+/// (`InMemoryPacketFlow`), in the spirit of wireguard-go's `tun.Device`.
+///
+/// Every `ByteBuffer` is exactly one whole IP packet, in both directions.
+public protocol PacketFlow: AnyObject, Sendable {
+    /// The interface name the system reports (a pattern such as "stun%d" resolved).
+    var name: String { get }
+    /// The interface's MTU in bytes.
+    var mtu: Int { get }
+    /// Traffic so far; a snapshot, safe to read from any thread.
+    var counters: PacketFlowCounters { get }
+
+    /// Starts delivering packets that the system routes into the device, in
+    /// order, in batches of 1 to `PacketFlowLimits.maximumBatchSize` packets,
+    /// always on `eventLoop`. Call once; close the flow before shutting the loop down.
+    func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([ByteBuffer]) -> Void)
+
+    /// Hands packets to the system, one write per packet. Callable from any
+    /// thread. A full device, a packet the system refuses, or a closed flow
+    /// drops that packet and counts it in `writeDrops`: IP tolerates loss, so
+    /// a stalled device never blocks the tunnel.
+    func writePackets(_ packets: [ByteBuffer])
+
+    /// Stops the reader and releases the device. Idempotent.
+    func close()
+}
+
+public enum PacketFlowLimits {
+    /// At most this many packets per delivered batch: the same bound as a
+    /// `packets` message (PROTOCOL.md A4), so one batch fits one message.
+    public static let maximumBatchSize = 32
+}
+
+/// Traffic counters of a `PacketFlow`.
+public struct PacketFlowCounters: Sendable, Hashable {
+    public var packetsRead = 0
+    public var bytesRead = 0
+    public var packetsWritten = 0
+    public var bytesWritten = 0
+    /// Packets given to `writePackets` that never reached the system.
+    public var writeDrops = 0
+
+    public init() {}
+
+    mutating func recordRead(_ packet: ByteBuffer) {
+        packetsRead += 1
+        bytesRead += packet.readableBytes
+    }
+
+    mutating func recordWritten(_ packet: ByteBuffer) {
+        packetsWritten += 1
+        bytesWritten += packet.readableBytes
+    }
+}
+
+extension Array where Element == ByteBuffer {
+    /// Consecutive slices of at most `PacketFlowLimits.maximumBatchSize` packets, in order.
+    var packetBatches: [ArraySlice<ByteBuffer>] {
+        stride(from: 0, to: count, by: PacketFlowLimits.maximumBatchSize).map {
+            self[$0..<Swift.min($0 + PacketFlowLimits.maximumBatchSize, count)]
+        }
+    }
+}

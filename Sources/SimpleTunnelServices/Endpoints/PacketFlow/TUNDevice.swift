@@ -1,0 +1,202 @@
+import CTUNShims
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// A Linux TUN interface (`IFF_TUN | IFF_NO_PI`: bare IP packets, no
+/// header) driven by its own reader thread and plain `write()` calls.
+///
+/// Not a NIO channel on purpose: NIO's pipe channel gathers queued writes
+/// into one `writev`, which glues packets together on a TUN device. Here
+/// every read and every write is exactly one packet, read into a 64 KiB
+/// buffer so that no MTU can truncate one.
+///
+/// Addresses, routes and the link state belong to `LinuxNetworkConfigurator`.
+public final class TUNDevice: PacketFlow, @unchecked Sendable {
+    // @unchecked: `state`, `countersStorage` and `lastKnownMTU` are guarded by `lock`; the
+    // descriptors are immutable and closed only after the reader has stopped
+    // and no write can start (state `.closed`).
+    public let name: String
+    private let deviceFD: CInt
+    /// A socket in the device's network namespace, for interface ioctls.
+    private let controlFD: CInt
+    /// Signalled by `close()` to wake the reader out of `poll()`.
+    private let wakeFD: CInt
+    private let logger: Logger
+
+    private enum State {
+        case idle
+        case reading(stopped: DispatchSemaphore)
+        case closed
+    }
+
+    private let lock = NIOLock()
+    private var state = State.idle
+    private var countersStorage = PacketFlowCounters()
+    private var lastKnownMTU: Int
+
+    /// Creates a TUN interface in the calling process's network namespace.
+    /// - Parameter name: an exact name ("stun0") or a pattern with one `%d`
+    ///   ("stun%d"); the kernel's choice is `name` on the result.
+    public static func open(name: String = "stun%d", logger: Logger = Logger(label: "simpletunnel.tun")) throws(TUNDeviceError) -> TUNDevice {
+        var error: CInt = 0
+        var actualName = [CChar](repeating: 0, count: Int(st_interface_name_capacity()))
+        let fd = st_tun_open(name, &actualName, actualName.count, &error)
+        guard fd >= 0 else { throw .openFailed(name: name, errno: error) }
+        let controlFD = st_control_socket_open(&error)
+        guard controlFD >= 0 else {
+            Glibc.close(fd)
+            throw .setupFailed(what: "control socket", errno: error)
+        }
+        return try TUNDevice(deviceFD: fd, controlFD: controlFD, name: Self.interfaceName(actualName), logger: logger)
+    }
+
+    /// Takes ownership of both descriptors (closing them if this fails).
+    init(deviceFD: CInt, controlFD: CInt, name: String, logger: Logger) throws(TUNDeviceError) {
+        var error: CInt = 0
+        let wakeFD = st_wake_fd_open(&error)
+        guard wakeFD >= 0 else {
+            Glibc.close(deviceFD)
+            Glibc.close(controlFD)
+            throw .setupFailed(what: "wake-up eventfd", errno: error)
+        }
+        self.deviceFD = deviceFD
+        self.controlFD = controlFD
+        self.wakeFD = wakeFD
+        self.name = name
+        self.logger = logger
+        let mtu = st_interface_mtu(controlFD, name, &error)
+        lastKnownMTU = mtu > 0 ? Int(mtu) : 1500
+    }
+
+    deinit {
+        close()
+    }
+
+    /// The interface's current MTU; the last value read if the interface is gone.
+    public var mtu: Int {
+        (try? currentMTU()) ?? lock.withLock { lastKnownMTU }
+    }
+
+    /// The interface's MTU as the kernel reports it now.
+    public func currentMTU() throws(TUNDeviceError) -> Int {
+        var error: CInt = 0
+        let mtu = st_interface_mtu(controlFD, name, &error)
+        guard mtu > 0 else { throw .mtuUnavailable(name: name, errno: error) }
+        lock.withLock { lastKnownMTU = Int(mtu) }
+        return Int(mtu)
+    }
+
+    public var counters: PacketFlowCounters {
+        lock.withLock { countersStorage }
+    }
+
+    public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([ByteBuffer]) -> Void) {
+        let stopped = DispatchSemaphore(value: 0)
+        let shouldStart: Bool = lock.withLock {
+            switch state {
+            case .idle:
+                state = .reading(stopped: stopped)
+                return true
+            case .reading:
+                preconditionFailure("TUNDevice.startReading called twice on \(name)")
+            case .closed:
+                return false
+            }
+        }
+        guard shouldStart else { return }
+        let reader = TUNReaderLoop(
+            deviceFD: deviceFD, wakeFD: wakeFD, name: name, eventLoop: eventLoop, deliver: deliver,
+            isClosed: { [weak self] in self?.isClosed ?? true },
+            record: { [weak self] batch in self?.recordRead(batch) },
+            logger: logger
+        )
+        let thread = Thread {
+            reader.run()
+            stopped.signal()
+        }
+        thread.name = "TUN reader \(name)"
+        thread.start()
+    }
+
+    public func writePackets(_ packets: [ByteBuffer]) {
+        lock.withLock {
+            guard case .closed = state else {
+                for packet in packets { writeLocked(packet) }
+                return
+            }
+            countersStorage.writeDrops += packets.count
+        }
+    }
+
+    /// One `write()` per packet; never blocks (the descriptor is non-blocking).
+    private func writeLocked(_ packet: ByteBuffer) {
+        while true {
+            let written = packet.withUnsafeReadableBytes { Glibc.write(deviceFD, $0.baseAddress, $0.count) }
+            if written == packet.readableBytes && written > 0 {
+                countersStorage.recordWritten(packet)
+                return
+            }
+            let code = errno
+            if written < 0 && code == EINTR { continue }
+            countersStorage.writeDrops += 1
+            // A full device is ordinary congestion; anything else (a packet
+            // that is not IPv4/IPv6, the interface gone) deserves a note.
+            if written >= 0 || code != EAGAIN {
+                logger.debug("TUN write dropped a packet", metadata: [
+                    "device": "\(name)", "bytes": "\(packet.readableBytes)",
+                    "error": "\(written < 0 ? errnoText(code) : "short write of \(written)")",
+                ])
+            }
+            return
+        }
+    }
+
+    public func close() {
+        let previous: State = lock.withLock {
+            let previous = state
+            state = .closed
+            return previous
+        }
+        switch previous {
+        case .closed:
+            return
+        case .idle:
+            break
+        case .reading(let stopped):
+            _ = st_wake_fd_signal(wakeFD)
+            // The reader checks for close at least every poll timeout, so this
+            // is prompt; if it ever is not, leaking the descriptors is safer
+            // than closing them under a live reader.
+            guard stopped.wait(timeout: .now() + .seconds(5)) == .success else {
+                logger.error("TUN reader did not stop within 5 s; leaving its descriptors open", metadata: ["device": "\(name)"])
+                return
+            }
+        }
+        Glibc.close(deviceFD)
+        Glibc.close(controlFD)
+        Glibc.close(wakeFD)
+    }
+
+    /// The text before the first NUL of the name buffer the kernel filled in.
+    static func interfaceName(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    private var isClosed: Bool {
+        lock.withLock {
+            if case .closed = state { return true }
+            return false
+        }
+    }
+
+    private func recordRead(_ batch: [ByteBuffer]) {
+        lock.withLock {
+            for packet in batch { countersStorage.recordRead(packet) }
+        }
+    }
+}

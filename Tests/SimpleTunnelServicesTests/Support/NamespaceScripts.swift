@@ -1,0 +1,68 @@
+/// Small independent peers, run with `python3 -c` inside a namespace.
+enum NamespaceScripts {
+    /// `ping -c 1` for machines without iputils: one ICMP echo over a raw
+    /// socket. Arguments: address, timeout seconds. Exit 0 on a reply.
+    static let ping = """
+    import os, socket, struct, sys, time
+    def checksum(data):
+        if len(data) % 2: data += b"\\0"
+        total = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+        total = (total >> 16) + (total & 0xFFFF)
+        total += total >> 16
+        return ~total & 0xFFFF
+    target, timeout = sys.argv[1], float(sys.argv[2])
+    ident = os.getpid() & 0xFFFF
+    payload = b"simpletunnel-ping"
+    header = struct.pack("!BBHHH", 8, 0, 0, ident, 1)
+    packet = struct.pack("!BBHHH", 8, 0, checksum(header + payload), ident, 1) + payload
+    sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    sock.sendto(packet, (target, 0))
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        sock.settimeout(max(0.01, deadline - time.time()))
+        try:
+            data, peer = sock.recvfrom(65535)
+        except socket.timeout:
+            break
+        start = (data[0] & 0x0F) * 4
+        kind, _, _, reply_ident, _ = struct.unpack("!BBHHH", data[start:start + 8])
+        if kind == 0 and reply_ident == ident and peer[0] == target:
+            print("reply from", target)
+            sys.exit(0)
+    print("no reply from", target)
+    sys.exit(1)
+    """
+
+    /// Counts UDP datagrams. Arguments: bind address, port, expected count.
+    /// Prints "ready", then "sizes N N ..." once the count arrived (or after
+    /// 10 s), having waited a moment longer for any extra datagram.
+    static let udpCounter = """
+    import socket, sys
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((sys.argv[1], int(sys.argv[2])))
+    expected = int(sys.argv[3])
+    sock.settimeout(10)
+    print("ready", flush=True)
+    sizes = []
+    try:
+        while len(sizes) < expected:
+            sizes.append(len(sock.recv(65535)))
+        sock.settimeout(0.3)
+        while True:
+            sizes.append(len(sock.recv(65535)))
+    except socket.timeout:
+        pass
+    print("sizes", " ".join(map(str, sizes)), flush=True)
+    """
+
+    /// Sends UDP datagrams as fast as it can. Arguments: address, port,
+    /// count, first payload size, size step. Datagram i carries byte i.
+    static let udpSender = """
+    import socket, sys
+    target, port, count, first, step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for index in range(count):
+        sock.sendto(bytes([index % 256]) * (first + index * step), (target, port))
+    print("sent", count, flush=True)
+    """
+}
