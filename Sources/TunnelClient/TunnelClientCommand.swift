@@ -9,7 +9,7 @@ struct TunnelClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tunnel-client",
         abstract: "Open a SimpleTunnel tunnel and offer it locally: port forwards, a SOCKS5 proxy, the server's configuration.",
-        subcommands: [Forward.self, Socks.self, Config.self]
+        subcommands: [Forward.self, Socks.self, IP.self, Config.self]
     )
 }
 
@@ -152,6 +152,45 @@ struct Socks: AsyncParsableCommand {
         try await connection.run { tunnel in
             let proxy = try await SOCKSProxy.start(bindHost: listen.host, bindPort: listen.port, tunnel: tunnel, logger: Logger(label: "tunnel-client"))
             return [{ await proxy.close() }]
+        }
+    }
+}
+
+struct IP: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ip",
+        abstract: "A full IP tunnel over a TUN device (needs root or CAP_NET_ADMIN).",
+        discussion: """
+            Takes the address the server leases, the routes it pushes (or everything, keeping a \
+            route to the server itself outside the tunnel, with IPv6 blackholed so nothing leaks \
+            around an IPv4-only tunnel) and, with --dns, its DNS servers. All of it is removed on exit.
+            """
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(help: "TUN device name, or a pattern like stun%d.")
+    var tun = "stun%d"
+
+    @Flag(name: .customLong("no-routes"), help: "Do not add routes; only the address.")
+    var noRoutes = false
+
+    @Flag(help: "Use the server's DNS servers while the tunnel is up.")
+    var dns = false
+
+    @Option(help: "MTU of the TUN device.")
+    var mtu = 1400
+
+    func run() async throws {
+        var options = IPTunnelOptions()
+        options.deviceName = tun
+        options.applyRoutes = !noRoutes
+        options.applyDNS = dns
+        options.mtu = mtu
+        let ipOptions = options
+        try await connection.run { tunnel in
+            let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, logger: Logger(label: "tunnel-client"))
+            return [{ session.stop() }]
         }
     }
 }

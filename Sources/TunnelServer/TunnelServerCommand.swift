@@ -70,10 +70,28 @@ struct TunnelServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("udp-idle-timeout"), help: "Seconds after which an idle UDP flow closes. Default 60.")
     var udpIdleTimeout: Double?
 
+    @Option(help: "TUN device for the IP layer (a name, or a pattern like stun%d). Default stun%d.")
+    var tun = "stun%d"
+
+    @Option(name: .customLong("tun-address"), help: "The server's address on the TUN device. Default: the address just below the pool.")
+    var tunAddress: String?
+
+    @Option(help: "MTU of the TUN device. Default 1400.")
+    var mtu = 1400
+
+    @Flag(name: .customLong("no-ip-layer"), help: "Do not create a TUN device; IP tunnels are refused (result 5).")
+    var noIPLayer = false
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default info.")
     var logLevel: Logger.Level = .info
 
     func validate() throws {
+        if let tunAddress, IPv4Address(tunAddress) == nil {
+            throw ValidationError("--tun-address \(tunAddress): expected an IPv4 address")
+        }
+        guard (576...65535).contains(mtu) else {
+            throw ValidationError("--mtu \(mtu): expected 576 to 65535")
+        }
         if positionalPort != nil, port != nil {
             throw ValidationError("give the port either as an argument or with --port, not both")
         }
@@ -120,7 +138,14 @@ struct TunnelServerCommand: AsyncParsableCommand {
             logger.warning("\(warning)")
         }
         let identity = launch.selfSignedIdentity
-        let service = TunnelServerService(settings: launch.settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger) { server in
+        var ipOptions = ServerIPLayerOptions()
+        ipOptions.deviceName = tun
+        ipOptions.deviceAddress = tunAddress.flatMap { IPv4Address($0) }
+        ipOptions.mtu = mtu
+        let service = TunnelServerService(
+            settings: launch.settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,
+            ipLayer: noIPLayer ? nil : (launch.configuration, ipOptions)
+        ) { server in
             guard let identity else { return }
             let port = server.localAddress.port ?? 0
             logger.notice(

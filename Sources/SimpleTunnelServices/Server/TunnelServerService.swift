@@ -9,15 +9,37 @@ public struct TunnelServerService: Service {
     private let group: EventLoopGroup
     private let logger: Logger
     private let onListening: @Sendable (TunnelServer) -> Void
+    private let ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)?
 
-    public init(settings: TunnelServer.Settings, group: EventLoopGroup, logger: Logger, onListening: @escaping @Sendable (TunnelServer) -> Void = { _ in }) {
+    /// With `ipLayer`, the server brings up its TUN device first; when it
+    /// cannot (not root, no /dev/net/tun), the IP layer is off, said in the
+    /// log, and IP opens get result 5.
+    public init(
+        settings: TunnelServer.Settings,
+        group: EventLoopGroup,
+        logger: Logger,
+        ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)? = nil,
+        onListening: @escaping @Sendable (TunnelServer) -> Void = { _ in }
+    ) {
         self.settings = settings
         self.group = group
         self.logger = logger
+        self.ipLayer = ipLayer
         self.onListening = onListening
     }
 
     public func run() async throws {
+        var settings = self.settings
+        var handle: ServerIPLayerHandle?
+        if let ipLayer {
+            do {
+                handle = try ServerIPLayer.start(configuration: ipLayer.configuration, options: ipLayer.options, eventLoop: group.next(), logger: logger)
+                settings.opener.ipLayer = handle?.layer
+            } catch {
+                logger.warning("IP layer off: \(error); IP tunnels will be refused (result 5)")
+            }
+        }
+        defer { handle?.stop(logger: logger) }
         let server = try await TunnelServer.start(settings: settings, group: group, logger: logger)
         onListening(server)
         // Serve until asked to stop, or until the listener dies on its own.

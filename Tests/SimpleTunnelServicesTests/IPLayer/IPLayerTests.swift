@@ -5,38 +5,6 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-/// A packet device in memory: records what is written, injects what is "read".
-final class FakePacketDevice: PacketFlow, @unchecked Sendable {
-    // @unchecked: all state behind the lock.
-    private let state = NIOLockedValueBox<(written: [ByteBuffer], reader: (EventLoop, ([ByteBuffer]) -> Void)?)>(([], nil))
-
-    let name = "fake0"
-    let mtu = 1400
-
-    func startReading(on eventLoop: EventLoop, _ deliver: @escaping ([ByteBuffer]) -> Void) {
-        state.withLockedValue { $0.reader = (eventLoop, deliver) }
-    }
-
-    func writePackets(_ packets: [ByteBuffer]) {
-        state.withLockedValue { $0.written += packets }
-    }
-
-    func close() {}
-
-    var written: [ByteBuffer] { state.withLockedValue { $0.written } }
-
-    /// Delivers packets as if read from the device, in batches of at most 32.
-    func inject(_ packets: [ByteBuffer]) {
-        guard let (eventLoop, deliver) = state.withLockedValue({ $0.reader }) else { return }
-        var remaining = packets[...]
-        while !remaining.isEmpty {
-            let batch = Array(remaining.prefix(32))
-            remaining = remaining.dropFirst(32)
-            eventLoop.execute { deliver(batch) }
-        }
-    }
-}
-
 /// A minimal IPv4/UDP packet from `source` to `destination`.
 func ipv4Packet(from source: String, to destination: String, payload: Int = 8) -> ByteBuffer {
     var packet = ByteBuffer()
@@ -66,8 +34,8 @@ struct IPLayerTests {
         ]))
     }
 
-    static func start(pool start: String = "10.90.0.2", _ end: String = "10.90.0.254") async throws -> (RawServerFixture, FakePacketDevice, ServerIPLayer) {
-        let device = FakePacketDevice()
+    static func start(pool start: String = "10.90.0.2", _ end: String = "10.90.0.254") async throws -> (RawServerFixture, InMemoryPacketFlow, ServerIPLayer) {
+        let device = InMemoryPacketFlow()
         let configuration = try configuration(start, end)
         let router = PacketRouter(device: device, logger: TunnelFixture.logger)
         let layer = ServerIPLayer(pool: AddressPool(range: configuration.pool), router: router, configuration: configuration)

@@ -1,0 +1,90 @@
+import Logging
+import NIOCore
+
+/// How the server's IP layer is brought up: one TUN device for all clients.
+public struct ServerIPLayerOptions: Sendable {
+    /// Interface name, or a pattern such as `stun%d`.
+    public var deviceName = "stun%d"
+    /// The server's own address on the device; nil = the address just below the pool.
+    public var deviceAddress: IPv4Address?
+    public var mtu = 1400
+
+    public init() {}
+}
+
+/// A running IP layer and what must be undone when it stops.
+public final class ServerIPLayerHandle: Sendable {
+    public let layer: ServerIPLayer
+    private let device: TUNDevice
+    private let network: LinuxNetworkConfigurator
+
+    init(layer: ServerIPLayer, device: TUNDevice, network: LinuxNetworkConfigurator) {
+        self.layer = layer
+        self.device = device
+        self.network = network
+    }
+
+    /// Closes the device and removes the addresses and routes it was given.
+    public func stop(logger: Logger) {
+        layer.router.stop()
+        do {
+            try network.undoAll()
+        } catch {
+            logger.warning("could not undo all network settings of the IP layer", metadata: ["reason": "\(error)"])
+        }
+    }
+}
+
+extension ServerIPLayer {
+    /// Creates the TUN device, gives it the server's address and a route for
+    /// the pool, and starts routing. Throws, leaving nothing behind, when the
+    /// device cannot be made (not root, no /dev/net/tun) or configured.
+    public static func start(
+        configuration: TunnelServerConfiguration,
+        options: ServerIPLayerOptions,
+        eventLoop: EventLoop,
+        logger: Logger
+    ) throws -> ServerIPLayerHandle {
+        let pool = configuration.pool
+        guard let address = options.deviceAddress ?? defaultDeviceAddress(for: pool) else {
+            throw ServerIPLayerError("the pool \(pool.lowerBound)-\(pool.upperBound) leaves no address below it for the server; give --tun-address")
+        }
+        guard !pool.contains(address) else {
+            throw ServerIPLayerError("the server's tunnel address \(address) is inside the pool \(pool.lowerBound)-\(pool.upperBound)")
+        }
+        let device = try TUNDevice.open(name: options.deviceName, logger: logger)
+        let network = LinuxNetworkConfigurator(logger: logger)
+        do {
+            try network.setLinkUp(device: device.name, mtu: options.mtu)
+            try network.addAddress(address, prefixLength: 32, device: device.name)
+            for prefix in IPv4Network.covering(pool) {
+                try network.addRoute(prefix, device: device.name)
+            }
+        } catch {
+            try? network.undoAll()
+            device.close()
+            throw error
+        }
+        let router = PacketRouter(device: device, logger: logger)
+        router.start(on: eventLoop)
+        let layer = ServerIPLayer(pool: AddressPool(range: pool), router: router, configuration: configuration)
+        logger.notice(
+            "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound), MTU \(options.mtu)"
+        )
+        return ServerIPLayerHandle(layer: layer, device: device, network: network)
+    }
+
+    /// The address just below the pool, unless that is a network address (x.x.x.0).
+    static func defaultDeviceAddress(for pool: ClosedRange<IPv4Address>) -> IPv4Address? {
+        guard pool.lowerBound.rawValue & 0xFF > 1 else { return nil }
+        return IPv4Address(rawValue: pool.lowerBound.rawValue - 1)
+    }
+}
+
+public struct ServerIPLayerError: Error, CustomStringConvertible {
+    public var description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

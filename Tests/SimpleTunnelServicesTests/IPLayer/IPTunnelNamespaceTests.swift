@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+@testable import SimpleTunnelServices
+
+/// The built programs, next to the test runner in the build folder.
+enum BuiltPrograms {
+    static let directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    static var tunnelServer: String { directory.appendingPathComponent("tunnel-server").path }
+    static var tunnelClient: String { directory.appendingPathComponent("tunnel-client").path }
+}
+
+/// A real VPN in network namespaces the test creates: a client namespace, a
+/// server namespace forwarding to a destination namespace behind it.
+///
+///     client ns ── 198.18.1.2 ═ 198.18.1.1 ── server ns ── 198.18.2.1 ═ 198.18.2.2 ── destination ns
+///     tunnel pool 10.90.0.2-10.90.0.3, pushed route 198.18.2.0/24
+final class VPNLab {
+    let lab = NetworkNamespaceLab()
+    let pki: TestPKI
+    let server: String
+    let destination: String
+    let directory: String
+    private var clientNamespaces: [String: String] = [:]
+    private(set) var serverProcess: ExternalProcess?
+
+    init() throws {
+        pki = try TestPKI()
+        directory = NSTemporaryDirectory() + "vpn-lab-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        server = try lab.makeNamespace()
+        destination = try lab.makeNamespace()
+        try lab.addVethPair((server, "to-dst", "198.18.2.1/24"), (destination, "to-srv", "198.18.2.2/24"))
+        try lab.run(in: destination, ["ip", "route", "add", "10.90.0.0/24", "via", "198.18.2.1"])
+        try lab.enableForwarding(in: server)
+    }
+
+    /// A client namespace linked to the server namespace on its own /30.
+    func clientNamespace(_ index: Int) throws -> String {
+        let namespace = try lab.makeNamespace()
+        try lab.addVethPair((namespace, "uplink", "198.18.\(10 + index).2/24"), (server, "cl\(index)", "198.18.\(10 + index).1/24"))
+        return namespace
+    }
+
+    func startServer() async throws {
+        let configuration = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict>
+              <key>IPv4</key><dict>
+                <key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>
+                <key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>
+              </dict>
+              <key>DNS</key><dict><key>Servers</key><array/></dict>
+            </dict></plist>
+            """
+        let path = directory + "/server.plist"
+        try Data(configuration.utf8).write(to: URL(fileURLWithPath: path))
+        let process = try lab.start(in: server, [
+            BuiltPrograms.tunnelServer, "--host", "0.0.0.0", "--port", "4433", "--config", path,
+            "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"), "--client-ca", pki.caFile,
+            "--tun", "stun0", "--log-level", "debug",
+        ])
+        serverProcess = process
+        let output = await process.waitForOutput(containing: "IP layer on", timeout: 20)
+        try #require(output != nil, "the server did not bring its IP layer up:\n\(process.outputSoFar)")
+        _ = await process.waitForOutput(containing: "listening on", timeout: 20)
+    }
+
+    /// Starts `tunnel-client ip` in `namespace`; returns it once its tunnel is up (or nil with its output recorded).
+    func startClient(in namespace: String, serverAddress: String, device: String, expectUp: Bool = true) async throws -> ExternalProcess {
+        let process = try lab.start(in: namespace, [
+            BuiltPrograms.tunnelClient, "ip", "--server", "\(serverAddress):4433", "--ca", pki.caFile,
+            "--cert", pki.certificatePath("client"), "--key", pki.keyPath("client"), "--server-name", "localhost",
+            "--tun", device, "--log-level", "info",
+        ])
+        if expectUp {
+            let output = await process.waitForOutput(containing: "IP tunnel up", timeout: 20)
+            #expect(output != nil, "the client did not come up:\n\(process.outputSoFar)")
+        }
+        return process
+    }
+
+    func cleanup() {
+        lab.cleanup()
+        pki.remove()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+@Suite("IP tunnel in network namespaces", .serialized)
+struct IPTunnelNamespaceTests {
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func pingAndTCPThroughTheTunnelAndSpoofedSourcesAreDropped() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer()
+        let client = try vpn.clientNamespace(1)
+        let process = try await vpn.startClient(in: client, serverAddress: "198.18.11.1", device: "stun1")
+
+        // The lease and the pushed route are in place.
+        let addresses = try vpn.lab.run(in: client, ["ip", "-4", "addr", "show", "dev", "stun1"]).standardOutput
+        #expect(addresses.contains("10.90.0.2"), "\(addresses)")
+        let routes = try vpn.lab.run(in: client, ["ip", "route"]).standardOutput
+        #expect(routes.contains("198.18.2.0/24 dev stun1"), "\(routes)")
+
+        // Ping through the tunnel to the destination behind the server.
+        let ping = try vpn.lab.run(in: client, ["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+        #expect(ping.status == 0, "ping failed: \(ping.standardOutput)\(ping.standardError)\n\(process.outputSoFar)")
+
+        // A TCP transfer with a checksum, from a web server in the destination namespace.
+        let content = directory(for: vpn, bytes: 3 * 1024 * 1024)
+        let web = try vpn.lab.start(in: vpn.destination, ["python3", "-u", "-m", "http.server", "8080", "--bind", "198.18.2.2", "--directory", content])
+        _ = await web.waitForOutput(containing: "Serving", timeout: 10)
+        let sums = try vpn.lab.run(in: client, ["sh", "-c", "curl -s --max-time 30 http://198.18.2.2:8080/blob | sha256sum"], timeout: .seconds(40)).standardOutput
+        let expected = try vpn.lab.runner.runChecked(["sha256sum", content + "/blob"]).standardOutput
+        #expect(sums.prefix(64) == expected.prefix(64))
+
+        // A source address that is not the lease is dropped by the server and counted in its log.
+        try vpn.lab.run(in: client, ["ip", "addr", "add", "10.90.0.99/32", "dev", "stun1"])
+        let spoofed = try vpn.lab.run(in: client, ["ping", "-c", "2", "-W", "1", "-I", "10.90.0.99", "198.18.2.2"], check: false)
+        #expect(spoofed.status != 0)
+        let serverLog = await vpn.serverProcess?.waitForOutput(containing: "whose source is not the lease", timeout: 10)
+        #expect(serverLog != nil, "the server did not report spoofed packets")
+        _ = process
+    }
+
+    func directory(for vpn: VPNLab, bytes: Int) -> String {
+        let path = vpn.directory + "/web"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let data = Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) })
+        try? data.write(to: URL(fileURLWithPath: path + "/blob"))
+        return path
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func twoClientsAnExhaustedPoolAndALeaseReusedAfterDisconnect() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer()
+        let first = try vpn.clientNamespace(1)
+        let second = try vpn.clientNamespace(2)
+        let third = try vpn.clientNamespace(3)
+        let one = try await vpn.startClient(in: first, serverAddress: "198.18.11.1", device: "stun1")
+        _ = try await vpn.startClient(in: second, serverAddress: "198.18.12.1", device: "stun2")
+
+        // Both clients at once.
+        for namespace in [first, second] {
+            let ping = try vpn.lab.run(in: namespace, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+            #expect(ping.status == 0, "ping from \(namespace) failed")
+        }
+
+        // The pool holds two addresses: a third client is refused with result 3.
+        let refused = try await vpn.startClient(in: third, serverAddress: "198.18.13.1", device: "stun3", expectUp: false)
+        let result = await refused.finish(timeout: 20)
+        #expect(result.status != 0)
+        #expect(result.output.contains("refused"), "\(result.output)")
+
+        // When the first client goes away its lease (the lowest) is free again.
+        one.terminate()
+        try await Task.sleep(for: .seconds(1))
+        _ = try await vpn.startClient(in: third, serverAddress: "198.18.13.1", device: "stun3")
+        let addresses = try vpn.lab.run(in: third, ["ip", "-4", "addr", "show", "dev", "stun3"]).standardOutput
+        #expect(addresses.contains("10.90.0.2"), "\(addresses)")
+    }
+}
