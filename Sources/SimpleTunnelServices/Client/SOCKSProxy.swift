@@ -12,6 +12,7 @@ public enum SOCKSProxy {
             .serverChannelOption(.backlog, value: LocalListener.backlog)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: StreamFlowEndpoint.writeBufferWaterMark)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(

@@ -17,6 +17,7 @@ public enum TCPPortForwarder {
             .serverChannelOption(.backlog, value: LocalListener.backlog)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: StreamFlowEndpoint.writeBufferWaterMark)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let endpoint = StreamFlowEndpoint()

@@ -107,6 +107,7 @@ public final class ServerFlowOpener: FlowOpener {
             .connectTimeout(settings.connectTimeout)
             .channelOption(.allowRemoteHalfClosure, value: true)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelOption(.writeBufferWaterMark, value: StreamFlowEndpoint.writeBufferWaterMark)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(boundEndpoint.value)

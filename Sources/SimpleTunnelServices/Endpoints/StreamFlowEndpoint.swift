@@ -7,6 +7,10 @@ import NIOCore
 /// The channel must allow remote half-closure, so that a FIN from the local
 /// application arrives as `inputClosed` and the other direction keeps working.
 public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
+    /// For a flow's socket: roomy enough that a destination reading at full
+    /// speed does not flip writability (and so `suspend`/`resume`) constantly.
+    public static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
+
     public typealias InboundIn = ByteBuffer
     public typealias OutboundIn = ByteBuffer
     public typealias OutboundOut = ByteBuffer

@@ -123,6 +123,7 @@ struct FlowState {
         }
         if isWritable, suspendSent {
             suspendSent = false
+            bytesSinceSuspend = 0
             return .resume
         }
         return nil

@@ -37,7 +37,11 @@ extension TunnelMultiplexer: FlowEventSink {
     }
 
     public func flow(_ identifier: TunnelConnectionIdentifier, writabilityChanged isWritable: Bool) {
+        let pastSuspend = flows[identifier]?.bytesSinceSuspend ?? 0
         guard let command = flows[identifier]?.localWritabilityChanged(isWritable) else { return }
+        if command == .resume {
+            bytesPastSuspend -= pastSuspend
+        }
         switch command {
         case .suspend:
             sendControl(.suspend(identifier: identifier))

@@ -89,7 +89,12 @@ extension TunnelMultiplexer {
             logger.notice("dropping UDP data without host and port", metadata: ["flow": "\(identifier)"])
             return
         }
-        let verdict = flow.receiveData(payload, limits: limits, now: .now())
+        let pastSuspendBefore = flow.bytesSinceSuspend
+        var verdict = flow.receiveData(payload, limits: limits, now: .now())
+        bytesPastSuspend += flow.bytesSinceSuspend - pastSuspendBefore
+        if verdict == .deliver, bytesPastSuspend > limits.tunnelSuspendAllowance {
+            verdict = .abusive
+        }
         flows[identifier] = flow
         statistics.bytesFromPeer += UInt64(payload.readableBytes)
         switch verdict {
@@ -102,7 +107,7 @@ extension TunnelMultiplexer {
             statistics.messagesDropped += 1
         case .abusive:
             abort(identifier, reason: flow.isOpen
-                ? "the peer sent more than \(limits.suspendAllowance) bytes after suspend"
+                ? "the peer kept sending after suspend (\(flow.bytesSinceSuspend) bytes for this flow, \(bytesPastSuspend) for the tunnel)"
                 : "the peer sent more than \(limits.earlyDataAllowance) bytes before the flow opened")
         }
     }

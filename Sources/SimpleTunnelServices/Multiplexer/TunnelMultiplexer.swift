@@ -23,8 +23,13 @@ public final class TunnelMultiplexer {
         public var udpIdleTimeout: TimeAmount = .seconds(60)
         /// Data kept for a flow that is still connecting (PROTOCOL.md A6).
         public var earlyDataAllowance = 256 * 1024
-        /// Data accepted after we sent `suspend` before the peer counts as abusive (A4).
-        public var suspendAllowance = 1024 * 1024
+        /// Data accepted for a flow after we sent `suspend` before the peer counts
+        /// as abusive (PROTOCOL.md A4 asks for at least 1 MiB). What a compliant
+        /// peer already had in flight when `suspend` left (its write buffer and
+        /// both kernels' socket buffers) arrives after it, so this is generous...
+        public var suspendAllowance = 16 * 1024 * 1024
+        /// ...and bounded per tunnel: data past `suspend`, summed over its flows.
+        public var tunnelSuspendAllowance = 64 * 1024 * 1024
         /// A flow's queue stops reading its socket at the high mark, restarts at the low one.
         public var flowQueueHighWatermark = 256 * 1024
         public var flowQueueLowWatermark = 64 * 1024
@@ -49,6 +54,8 @@ public final class TunnelMultiplexer {
 
     var flows: [TunnelConnectionIdentifier: FlowState] = [:]
     var statistics = TunnelStatistics()
+    /// Data received past `suspend`, summed over flows (see `Limits.tunnelSuspendAllowance`).
+    var bytesPastSuspend = 0
 
     /// Tunnel-level and per-flow control messages, sent before any data.
     var control = CircularBuffer<TunnelMessage>()
@@ -238,6 +245,7 @@ public final class TunnelMultiplexer {
 
     func forget(_ identifier: TunnelConnectionIdentifier) {
         guard let flow = flows.removeValue(forKey: identifier) else { return }
+        bytesPastSuspend -= flow.bytesSinceSuspend
         statistics.flowsClosed += 1
         flow.endpoint?.close()
         logger.debug("flow closed", metadata: ["flow": "\(identifier)"])

@@ -61,6 +61,8 @@ struct FlowStateTests {
     }
 
     @Test func suspendIsSentOnceAndTheAllowanceIsCounted() {
+        var limits = self.limits
+        limits.suspendAllowance = 1024 * 1024
         var flow = openFlow()
         let step13 = flow.localWritabilityChanged(false)
         #expect(step13 == .suspend)

@@ -155,7 +155,8 @@ struct ServerProtocolTests {
     }
 
     @Test func aSlowDestinationIsSuspendedAndAnAbusivePeerIsCut() async throws {
-        let fixture = try await RawServerFixture.start()
+        // The protocol's minimum allowance (1 MiB) keeps the test short.
+        let fixture = try await RawServerFixture.start { $0.multiplexerLimits.suspendAllowance = 1024 * 1024 }
         let sink = try await DestinationServers.nonReading(group: fixture.group)
         let peer = try await fixture.peer()
         #expect(try await open(peer, 11, "127.0.0.1", sink.localAddress?.port ?? 0) == .success)
