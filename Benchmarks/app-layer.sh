@@ -20,11 +20,14 @@
 #
 # Usage:
 #   Benchmarks/app-layer.sh
-#   DURATION=5 FLOWS=2000 RUNS=5 IDLE=1000 CONCURRENCY=8 Benchmarks/app-layer.sh
+#   DURATION=5 FLOWS=2000 FLOW_SECONDS=5 RUNS=5 IDLE=1000 CONCURRENCY=8 Benchmarks/app-layer.sh
 #   SKIP_BUILD=1 ...   use the release binaries already built
+#   OURS_SERVER_ARGS="--log-level notice" OURS_CLIENT_ARGS=...   extra flags for our two programs
+# A flows/s test stops after FLOWS flows or FLOW_SECONDS seconds, whichever comes first.
 # Output: a table on stdout (progress on stderr), benchmark-results/app-layer.json, and
 # every process's log in benchmark-results/app-layer-logs/ (git-ignored).
-# Defaults (DURATION=4 FLOWS=1000 RUNS=3 IDLE=1000 CONCURRENCY=8) take about 3-4 minutes.
+# Defaults (DURATION=4 FLOWS=1000 FLOW_SECONDS=5 RUNS=3 IDLE=1000 CONCURRENCY=8) take about
+# 3-4 minutes.
 #
 # Installs what it needs if missing (apt-get: iperf3 openssh-server openssh-client stunnel4).
 # Traffic goes to 127.0.0.1 only. Every process started here is stopped on exit and the
@@ -36,6 +39,9 @@ FLOWS=${FLOWS:-1000}
 RUNS=${RUNS:-3}
 IDLE=${IDLE:-1000}
 CONCURRENCY=${CONCURRENCY:-8}
+FLOW_SECONDS=${FLOW_SECONDS:-5}
+OURS_SERVER_ARGS=${OURS_SERVER_ARGS:-}
+OURS_CLIENT_ARGS=${OURS_CLIENT_ARGS:-}
 SKIP_BUILD=${SKIP_BUILD:-0}
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -182,9 +188,10 @@ SSH_OPTS=(-F /dev/null -i "$TMP/ssh/client_key" -o IdentitiesOnly=yes -o Identit
 DIRECT_TP=$IPERF_PORT
 DIRECT_ECHO=$ECHO_PORT
 
+# shellcheck disable=SC2086  # OURS_*_ARGS split on purpose
 start_ours() {
     local round=$1 port fp
-    start "$TMP/logs/ours-server-$round.log" "$BIN/tunnel-server" --port 0 --state-directory "$TMP/state"
+    start "$TMP/logs/ours-server-$round.log" "$BIN/tunnel-server" --port 0 --state-directory "$TMP/state" $OURS_SERVER_ARGS
     OURS_SERVER_PID=$LAST_PID; ROUND_PIDS+=("$LAST_PID")
     for _ in $(seq 1 200); do
         grep -q 'listening on' "$TMP/logs/ours-server-$round.log" && grep -q 'SHA-256' "$TMP/logs/ours-server-$round.log" && break
@@ -195,7 +202,7 @@ start_ours() {
     fp=$(grep -oE 'SHA-256 [0-9A-Fa-f:]+' "$TMP/logs/ours-server-$round.log" | head -1 | sed 's/^SHA-256 //')
     [ -n "$port" ] && [ -n "$fp" ] || { cat "$TMP/logs/ours-server-$round.log" >&2; die "no port or fingerprint in the tunnel-server log"; }
     OURS_TP=$(free_port); OURS_ECHO=$(free_port)
-    start "$TMP/logs/ours-client-$round.log" "$BIN/tunnel-client" forward --server "127.0.0.1:$port" --pin-sha256 "$fp" \
+    start "$TMP/logs/ours-client-$round.log" "$BIN/tunnel-client" forward --server "127.0.0.1:$port" --pin-sha256 "$fp" $OURS_CLIENT_ARGS \
         -L "127.0.0.1:$OURS_TP:127.0.0.1:$IPERF_PORT" -L "127.0.0.1:$OURS_ECHO:127.0.0.1:$ECHO_PORT"
     OURS_CLIENT_PID=$LAST_PID; ROUND_PIDS+=("$LAST_PID")
     wait_listen "$OURS_TP" "$OURS_CLIENT_PID" "tunnel-client forward"
@@ -309,15 +316,14 @@ measure_iperf() { # measure_iperf ROUND SETUP METRIC PORT STREAMS
 
 measure_flows() { # measure_flows ROUND SETUP METRIC PORT CONCURRENCY
     local result
-    result=$(timeout 120 python3 "$HELPER" flow-rate --port "$4" --flows "$FLOWS" --concurrency "$5" --max-seconds 30 \
+    result=$(timeout 120 python3 "$HELPER" flow-rate --port "$4" --flows "$FLOWS" --concurrency "$5" --max-seconds "$FLOW_SECONDS" \
         || echo '{"error": "flow-rate helper failed or timed out"}')
     record "$1" "$2" "$3" "$result"
 }
 
 measure_idle() {  # measure_idle ROUND SETUP PORT "SERVER PIDS" "CLIENT PIDS"
     local result
-    # shellcheck disable=SC2086
-    result=$(timeout 180 python3 "$HELPER" idle-flows --port "$3" --count "$IDLE" --server-tree $4 --client-tree $5 \
+        result=$(timeout 180 python3 "$HELPER" idle-flows --port "$3" --count "$IDLE" --server-tree $4 --client-tree $5 \
         || echo '{"error": "idle-flows helper failed or timed out"}')
     record "$1" "$2" idle "$result"
     sleep 1   # let the closes drain before the next measurement
@@ -374,6 +380,6 @@ for f in "$TMP"/logs/ours-*.log; do
 done
 
 python3 "$HELPER" report --results "$RESULTS" --json-out "$OUT_JSON" --runs "$RUNS" --duration "$DURATION" \
-    --flows "$FLOWS" --concurrency "$CONCURRENCY" --idle "$IDLE" --ssh-cipher "$SSH_CIPHER" \
+    --flows "$FLOWS" --flow-seconds "$FLOW_SECONDS" --concurrency "$CONCURRENCY" --idle "$IDLE" --ssh-cipher "$SSH_CIPHER" \
     --stunnel-tls "$STUNNEL_TLS (as an OpenSSL-default client negotiates)" \
     --ours-tls "TLS 1.3, client offers TLS_AES_128_GCM_SHA256 first"

@@ -293,6 +293,10 @@ def report(args):
         return [r for r in rows if r["setup"] == setup and r["metric"] == metric
                 and ("error" in r["result"] or r["result"].get("errors"))]
 
+    def all_failed(setup, metric):
+        runs = [r for r in rows if r["setup"] == setup and r["metric"] == metric]
+        return bool(runs) and all("error" in r["result"] for r in runs)
+
     summary = {}
     for setup, _ in SETUPS:
         s = {
@@ -308,6 +312,9 @@ def report(args):
             "runs": {m: [r["result"] for r in rows if r["setup"] == setup and r["metric"] == m]
                      for m in ("tp1", "tp16", "fps1", "fpsC", "idle")},
             "failures": sum(len(failures(setup, m)) for m in ("tp1", "tp16", "fps1", "fpsC", "idle")),
+            "failed_runs": {m: [{"round": r["round"], "error": r["result"].get("error") or r["result"].get("first_error")}
+                                for r in failures(setup, m)] for m in ("tp1", "tp16", "fps1", "fpsC", "idle")},
+            "all_runs_failed": [m for m in ("tp1", "tp16", "fps1", "fpsC", "idle") if all_failed(setup, m)],
         }
         summary[setup] = s
 
@@ -329,21 +336,24 @@ def report(args):
         return "n/a" if ok is None else ("PASS" if ok else "FAIL")
 
     r = ratios
+    def verdict_or_error(metric, ok):
+        return "FAIL" if metric in ours["all_runs_failed"] else verdict(ok)
+
     targets = [
         ("single-flow throughput >= 1.5x ssh -L", r["tp1_ours_over_ssh"], ">= 1.5",
-         verdict(None if r["tp1_ours_over_ssh"] is None else r["tp1_ours_over_ssh"] >= 1.5)),
+         verdict_or_error("tp1", None if r["tp1_ours_over_ssh"] is None else r["tp1_ours_over_ssh"] >= 1.5)),
         ("flows per second >= 2x ssh -L (sequential)", r["fps_seq_ours_over_ssh"], ">= 2",
-         verdict(None if r["fps_seq_ours_over_ssh"] is None else r["fps_seq_ours_over_ssh"] >= 2)),
+         verdict_or_error("fps1", None if r["fps_seq_ours_over_ssh"] is None else r["fps_seq_ours_over_ssh"] >= 2)),
         ("flows per second >= 2x ssh -L (concurrency %d)" % args.concurrency, r["fps_conc_ours_over_ssh"], ">= 2",
-         verdict(None if r["fps_conc_ours_over_ssh"] is None else r["fps_conc_ours_over_ssh"] >= 2)),
+         verdict_or_error("fpsC", None if r["fps_conc_ours_over_ssh"] is None else r["fps_conc_ours_over_ssh"] >= 2)),
         ("RSS per idle flow <= 16 KiB (server + client)", ours["rss_kib_per_flow"], "<= 16",
-         verdict(None if ours["rss_kib_per_flow"] is None else ours["rss_kib_per_flow"] <= 16)),
+         verdict_or_error("idle", None if ours["rss_kib_per_flow"] is None else ours["rss_kib_per_flow"] <= 16)),
     ]
 
     out = sys.stdout
     print("", file=out)
-    print(f"App-layer benchmark, loopback only, {args.runs} round(s), medians. iperf3 {args.duration}s per test, "
-          f"{args.flows} flows per flows/s test, {args.idle} idle flows.", file=out)
+    print(f"App-layer benchmark, loopback only, {args.runs} round(s), medians. iperf3 {args.duration:g} s per test; "
+          f"flows/s: {args.flows} flows or {args.flow_seconds:g} s per test; {args.idle} idle flows.", file=out)
     print("NOTE: 2-core machine shared by client, server, load generator and sink (and possibly other "
           "people's builds): figures are noisy, compare ratios within this run only.", file=out)
     print(f"ssh cipher: {args.ssh_cipher}; stunnel: {args.stunnel_tls}; ours: {args.ours_tls}", file=out)
@@ -358,30 +368,47 @@ def report(args):
         s = summary[setup]
         split = ("-" if s["rss_server_kib_per_flow"] is None
                  else f"{s['rss_server_kib_per_flow']:.1f}+{s['rss_client_kib_per_flow']:.1f}")
-        cells = (label, _fmt(s["tp1_gbps"]), _fmt(s["tp16_gbps"]), _fmt(s["fps_seq"], 0), _fmt(s["fps_conc"], 0),
-                 _fmt(s["rss_kib_per_flow"], 1), split)
+        def cell(metric, value, digits):
+            if metric in s["all_runs_failed"]:
+                return "ERROR"
+            text = _fmt(value, digits)
+            return text + "*" if s["failed_runs"][metric] else text
+
+        cells = (label, cell("tp1", s["tp1_gbps"], 2), cell("tp16", s["tp16_gbps"], 2), cell("fps1", s["fps_seq"], 0),
+                 cell("fpsC", s["fps_conc"], 0), cell("idle", s["rss_kib_per_flow"], 1), split)
         print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))), file=out)
     print("", file=out)
-    print("Throughput is iperf3's receiver figure; sender figures are in the JSON.", file=out)
+    print("Throughput is iperf3's receiver figure; sender figures are in the JSON. KiB/idle flow is VmRSS growth "
+          "of the forwarding processes / flows held.", file=out)
+    print("ERROR: every run failed; *: median of the runs that succeeded (errors below).", file=out)
     print("", file=out)
+    def x(value):
+        return "-" if value is None else f"{value:.2f}x"
+
     print("Ratios ours / ssh -L:", file=out)
-    print(f"  1-flow {_fmt(r['tp1_ours_over_ssh'])}x, 16-flow {_fmt(r['tp16_ours_over_ssh'])}x, "
-          f"flows/s seq {_fmt(r['fps_seq_ours_over_ssh'])}x, flows/s x{args.concurrency} {_fmt(r['fps_conc_ours_over_ssh'])}x", file=out)
-    print(f"  (ours / stunnel 1-flow {_fmt(r['tp1_ours_over_stunnel'])}x, ours / direct 1-flow {_fmt(r['tp1_ours_over_direct'])}x)",
+    print(f"  1-flow {x(r['tp1_ours_over_ssh'])}, 16-flow {x(r['tp16_ours_over_ssh'])}, "
+          f"flows/s seq {x(r['fps_seq_ours_over_ssh'])}, flows/s x{args.concurrency} {x(r['fps_conc_ours_over_ssh'])}", file=out)
+    print(f"  (ours / stunnel 1-flow {x(r['tp1_ours_over_stunnel'])}, ours / direct 1-flow {x(r['tp1_ours_over_direct'])})",
           file=out)
     print("", file=out)
     print("Targets (issue 4):", file=out)
     for name, value, target, result in targets:
-        print(f"  {result:4}  {name}: {_fmt(value)} (target {target})", file=out)
-    bad = {k: v["failures"] for k, v in summary.items() if v["failures"]}
+        shown = "every run of ours failed" if value is None and result == "FAIL" else _fmt(value)
+        print(f"  {result:4}  {name}: {shown} (target {target})", file=out)
+    bad = [(setup, metric, failed) for setup, _ in SETUPS
+           for metric, failed in summary[setup]["failed_runs"].items() if failed]
     if bad:
         print("", file=out)
-        print(f"Runs with errors (see the JSON for details): {bad}", file=out)
+        print("Runs with errors:", file=out)
+        for setup, metric, failed in bad:
+            reasons = sorted({str(f["error"]) for f in failed})
+            print(f"  {setup} {metric}: {len(failed)} of {args.runs} run(s): {'; '.join(reasons)}", file=out)
 
     document = {
         "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "note": "2-core machine shared by client, server, load generator and sink"},
         "parameters": {"runs": args.runs, "duration_seconds": args.duration, "flows": args.flows,
+                       "flow_seconds": args.flow_seconds,
                        "concurrency": args.concurrency, "idle_flows": args.idle},
         "ssh_cipher": args.ssh_cipher, "stunnel_tls": args.stunnel_tls, "ours_tls": args.ours_tls,
         "medians": {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in summary.items()},
@@ -438,6 +465,7 @@ def main():
     p.add_argument("--runs", type=int, required=True)
     p.add_argument("--duration", type=float, required=True)
     p.add_argument("--flows", type=int, required=True)
+    p.add_argument("--flow-seconds", type=float, required=True)
     p.add_argument("--concurrency", type=int, required=True)
     p.add_argument("--idle", type=int, required=True)
     p.add_argument("--ssh-cipher", default="unknown")
