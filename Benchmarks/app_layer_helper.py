@@ -380,6 +380,8 @@ def report(args):
     print("", file=out)
     print("Throughput is iperf3's receiver figure; sender figures are in the JSON. KiB/idle flow is VmRSS growth "
           "of the forwarding processes / flows held.", file=out)
+    print("flows/s: connect, 64-byte round trip, close (Python load generator and echo sink; they cap the direct row).",
+          file=out)
     print("ERROR: every run failed; *: median of the runs that succeeded (errors below).", file=out)
     print("", file=out)
     def x(value):
