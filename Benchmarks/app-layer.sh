@@ -27,7 +27,7 @@
 # Output: a table on stdout (progress on stderr), benchmark-results/app-layer.json, and
 # every process's log in benchmark-results/app-layer-logs/ (git-ignored).
 # Defaults (DURATION=4 FLOWS=1000 FLOW_SECONDS=5 RUNS=3 IDLE=1000 CONCURRENCY=8) take about
-# 3-4 minutes.
+# 3.5 minutes on an otherwise idle machine (5-6 when other work shares the cores).
 #
 # Installs what it needs if missing (apt-get: iperf3 openssh-server openssh-client stunnel4).
 # Traffic goes to 127.0.0.1 only. Every process started here is stopped on exit and the
@@ -287,8 +287,8 @@ CONF
 }
 
 stop_round() {
-    # ssh client first, so that sshd's session processes end with it, then sshd.
-    stop_pids "$SSH_PID"
+    # Clients first, as a user would (and so that sshd's session processes end with ssh).
+    stop_pids "$SSH_PID" "$OURS_CLIENT_PID" "$STUNNEL_CLIENT_PID"
     for _ in $(seq 1 30); do pgrep -P "$SSHD_PID" >/dev/null 2>&1 || break; sleep 0.1; done
     if pgrep -P "$SSHD_PID" >/dev/null 2>&1; then kill_tree TERM "$SSHD_PID"; fi
     stop_pids "${ROUND_PIDS[@]}"
