@@ -5,7 +5,9 @@ import ServiceLifecycle
 /// Runs a client in a `ServiceGroup`: connects, starts the local listeners
 /// it is given, and keeps them until graceful shutdown (SIGINT, SIGTERM) or
 /// until the tunnel is lost, which ends the run with an error.
-public struct TunnelClientService: Service {
+public struct TunnelClientService: Service, CustomStringConvertible {
+    public var description: String { "tunnel-client to \(settings.host):\(settings.port)" }
+
     public typealias Listeners = @Sendable (TunnelClientConnection) async throws -> [@Sendable () async -> Void]
 
     private let settings: TunnelClientConnection.Settings

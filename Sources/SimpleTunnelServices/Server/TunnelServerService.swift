@@ -4,7 +4,9 @@ import ServiceLifecycle
 
 /// Runs a `TunnelServer` in a `ServiceGroup`: binds, serves until graceful
 /// shutdown (SIGINT, SIGTERM), then stops accepting and closes every tunnel.
-public struct TunnelServerService: Service {
+public struct TunnelServerService: Service, CustomStringConvertible {
+    public var description: String { "tunnel-server on \(settings.host):\(settings.port)" }
+
     private let settings: TunnelServer.Settings
     private let group: EventLoopGroup
     private let logger: Logger
