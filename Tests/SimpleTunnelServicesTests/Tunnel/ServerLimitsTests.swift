@@ -78,21 +78,21 @@ struct ServerLimitsTests {
     }
 
     @Test func udpFlowsExpireWhenIdleNotFromCreation() async throws {
-        let fixture = try await RawServerFixture.start { $0.multiplexerLimits.udpIdleTimeout = .milliseconds(600) }
+        let fixture = try await RawServerFixture.start { $0.multiplexerLimits.udpIdleTimeout = .seconds(2) }
         let echo = try await LoopbackPeers.udpEchoServer(group: fixture.group)
         let port = echo.localAddress?.port ?? 0
         let peer = try await fixture.peer()
         try await peer.send(.open(identifier: 8, request: .udp))
         #expect(await peer.next() == .openResult(identifier: 8, result: .success))
         // Busy for longer than the timeout: stays open.
-        for round in 0..<6 {
+        for round in 0..<10 {
             try await peer.send(.data(identifier: 8, payload: ByteBuffer(string: "ping \(round)"), endpoint: TunnelEndpoint(host: "127.0.0.1", port: port)))
             let answer = await peer.next()
             #expect(answer == .data(identifier: 8, payload: ByteBuffer(string: "ping \(round)"), endpoint: TunnelEndpoint(host: "127.0.0.1", port: port)))
-            try await Task.sleep(for: .milliseconds(200))
+            try await Task.sleep(for: .milliseconds(300))
         }
         // Then idle: closed with close(all).
-        #expect(await peer.next(timeout: .seconds(5)) == .close(identifier: 8, direction: .all))
+        #expect(await peer.next(timeout: .seconds(10)) == .close(identifier: 8, direction: .all))
         await peer.close()
         try? await echo.close()
         await fixture.stop()
