@@ -55,7 +55,7 @@ struct ServerProtocolTests {
     @Test func everyOpenResultCode() async throws {
         let saturated = try SaturatedListener()
         let fixture = try await RawServerFixture.start { settings in
-            settings.opener.connectTimeout = .milliseconds(300)
+            settings.opener.connectTimeout = .seconds(1)
             settings.opener.authorizer = DenyPort(port: 9)
         }
         let closed = try await DestinationServers.closedPort(group: fixture.group)
@@ -238,13 +238,13 @@ struct ServerProtocolTests {
     }
 
     @Test func aSilentClientIsCutOffAfterTheFirstMessageTimeout() async throws {
-        let fixture = try await RawServerFixture.start { $0.firstMessageTimeout = .milliseconds(300) }
+        let fixture = try await RawServerFixture.start { $0.firstMessageTimeout = .seconds(1) }
         let silent = try await fixture.peer()
         #expect(await silent.waitForClose(timeout: .seconds(5)))
         let talker = try await fixture.peer()
         try await talker.send(.fetchConfiguration(identifier: 0))
         #expect(await talker.next() != nil)
-        try await Task.sleep(for: .milliseconds(600))
+        try await Task.sleep(for: .milliseconds(1500))
         try await talker.send(.fetchConfiguration(identifier: 0))
         #expect(await talker.next() != nil)
         await talker.close()
