@@ -42,6 +42,7 @@ public final class TunnelClientConnection: Sendable {
     public static func connect(settings: Settings, group: EventLoopGroup, logger: Logger) async throws -> TunnelClientConnection {
         let eventLoop = group.next()
         let activePromise = eventLoop.makePromise(of: NIOLoopBound<TunnelMultiplexer>.self)
+        let configurationPromise = eventLoop.makePromise(of: [String: PropertyListValue].self)
         let channel = try await ClientBootstrap(group: eventLoop)
             .connectTimeout(settings.connectTimeout)
             .channelOption(.socketOption(.so_keepalive), value: 1)
@@ -57,6 +58,10 @@ public final class TunnelClientConnection: Sendable {
                     try pipeline.addTunnelMessageCodec()
                     try pipeline.addHandler(
                         TunnelChannelHandler(role: { .client }, limits: settings.limits, logger: logger) { multiplexer in
+                            // The first message goes from the event loop at once (queued until
+                            // TLS is up), so a busy caller can never let the server's
+                            // first-message timeout run out (PROTOCOL.md B5).
+                            multiplexer.fetchConfiguration { configurationPromise.completeWith($0.mapError { $0 }) }
                             activePromise.succeed(NIOLoopBound(multiplexer, eventLoop: channel.eventLoop))
                         }
                     )
@@ -66,9 +71,10 @@ public final class TunnelClientConnection: Sendable {
             .get()
         channel.closeFuture.whenComplete { _ in
             activePromise.fail(TunnelClosedError())
+            configurationPromise.fail(TunnelClosedError())
         }
         let multiplexer = try await activePromise.futureResult.get()
-        let configuration = try await fetchConfiguration(multiplexer, on: channel.eventLoop)
+        let configuration = try await configurationPromise.futureResult.get()
         return TunnelClientConnection(channel: channel, multiplexer: multiplexer, serverConfiguration: configuration)
     }
 

@@ -90,7 +90,8 @@ struct IPLayerTests {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(device.written == [good, good])
-        #expect(layer.router.counters.spoofedDropped == 2)
+        #expect(layer.router.counters.spoofedDropped == 1)
+        #expect(layer.router.counters.nonIPv4Dropped == 1)
         await peer.close()
         await fixture.stop()
     }

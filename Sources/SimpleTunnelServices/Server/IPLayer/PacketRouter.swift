@@ -22,6 +22,8 @@ public final class PacketRouter: @unchecked Sendable {
     public struct Counters: Sendable, Hashable {
         /// Packets from a client whose source is not its lease (anti-spoofing).
         public var spoofedDropped: UInt64 = 0
+        /// Packets from a client that are not IPv4 (the pool is IPv4 only).
+        public var nonIPv4Dropped: UInt64 = 0
         /// Packets from the device for an address no tunnel holds.
         public var unroutableDropped: UInt64 = 0
         public var packetsToDevice: UInt64 = 0
@@ -61,14 +63,23 @@ public final class PacketRouter: @unchecked Sendable {
     func send(_ packets: [TunnelPacket], from lease: IPv4Address) {
         var allowed: [ByteBuffer] = []
         allowed.reserveCapacity(packets.count)
+        var spoofed: UInt64 = 0
+        var notIPv4: UInt64 = 0
         for packet in packets {
-            if let addresses = IPv4PacketHeader.addresses(of: packet.bytes), addresses.source == lease {
+            guard let addresses = IPv4PacketHeader.addresses(of: packet.bytes) else {
+                // The pool is IPv4: a client's IPv6 (router solicitations from its TUN) has nowhere to go.
+                notIPv4 += 1
+                continue
+            }
+            if addresses.source == lease {
                 allowed.append(packet.bytes)
+            } else {
+                spoofed += 1
             }
         }
-        let spoofed = UInt64(packets.count - allowed.count)
         counterBox.withLockedValue {
             $0.spoofedDropped += spoofed
+            $0.nonIPv4Dropped += notIPv4
             $0.packetsToDevice += UInt64(allowed.count)
         }
         if spoofed > 0 {
