@@ -240,7 +240,22 @@ setup_topology() {
     ip -n "$DST" route add 10.90.0.0/24 via 198.18.2.1
 }
 
-iperf_listening() { ip netns exec "$DST" ss -Htln "sport = :5201" | grep -q .; }
+# One iperf3 server per configuration, on its own port: a server whose last
+# client vanished with a torn-down tunnel can stay "busy running a test".
+IPERF_PORT=5200 IPERF_PID=""
+iperf_listening() { ip netns exec "$DST" ss -Htln "sport = :$IPERF_PORT" | grep -q .; }
+iperf_idle() { ! ip netns exec "$DST" ss -Htn state established "sport = :$IPERF_PORT" | grep -q .; }
+start_iperf_server() {
+    IPERF_PORT=$((IPERF_PORT + 1))
+    start_bg iperf3-server "$WORK/iperf3-server-$IPERF_PORT.log" ip netns exec "$DST" iperf3 -s -B "$DST_ADDR" -p "$IPERF_PORT"
+    IPERF_PID=$BG_PID
+    wait_for 10 iperf_listening || die "iperf3 server did not start: $(cat "$WORK/iperf3-server-$IPERF_PORT.log")"
+}
+# Before a tunnel goes down: let the last connections close through it (bounded), stop the server.
+stop_iperf_server() {
+    wait_for 3 iperf_idle || true
+    stop_pids "$IPERF_PID"
+}
 
 # route_dev: the device the client namespace uses for the destination.
 route_dev() { ip -n "$CLI" route get "$DST_ADDR" 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -n 1; }
@@ -266,7 +281,7 @@ measure() {
     for run in $(seq 1 "$RUNS"); do
         out=$WORK/iperf-$label-$run.json
         if run_bounded $((DURATION + 20)) "$out" \
-            ip netns exec "$CLI" iperf3 -c "$DST_ADDR" -p 5201 -t "$DURATION" -J --connect-timeout 5000 &&
+            ip netns exec "$CLI" iperf3 -c "$DST_ADDR" -p "$IPERF_PORT" -t "$DURATION" -J --connect-timeout 5000 &&
             gbps=$(iperf_gbps "$out"); then
             printf '  %-12s run %d: %7.3f Gbit/s\n' "$label" "$run" "$gbps"
             MEASURED_RUNS="$MEASURED_RUNS${MEASURED_RUNS:+ }$gbps"
@@ -284,7 +299,9 @@ BASE_STATUS=failed BASE_RUNS="" BASE_MEDIAN="" BASE_DETAIL=""
 run_baseline() {
     echo "baseline: client -> server namespace (forwarding) -> destination, no tunnel"
     ip -n "$CLI" route add 198.18.2.0/24 via 198.18.1.1
+    start_iperf_server
     measure baseline
+    stop_iperf_server
     ip -n "$CLI" route del 198.18.2.0/24 via 198.18.1.1
     BASE_RUNS=$MEASURED_RUNS BASE_MEDIAN=$MEASURED_MEDIAN
     [ -n "$BASE_MEDIAN" ] && BASE_STATUS=ok || BASE_DETAIL="every iperf3 run failed"
@@ -329,7 +346,7 @@ run_openvpn() {
         --local 198.18.1.1 --port 1194 --proto tcp-server --dev tun --topology subnet \
         --server 10.91.0.0 255.255.255.0 --push "route 198.18.2.0 255.255.255.0" \
         --ca "$d/ca.crt" --cert "$d/server.crt" --key "$d/server.key" --dh none \
-        --remote-cert-tls client --tls-version-min 1.2 \
+        --remote-cert-tls client --tls-version-min 1.2 --keepalive 10 60 \
         --data-ciphers AES-256-GCM --cipher AES-256-GCM "${dco[@]}" --verb 3
     server_pid=$BG_PID
     start_bg openvpn-client "$WORK/openvpn-client.log" ip netns exec "$CLI" openvpn \
@@ -352,13 +369,15 @@ run_openvpn() {
             echo "  $OVPN_DETAIL"
         else
             echo "  up: $(ip -n "$CLI" -4 -o addr show dev "$dev" | awk '{ print $2, $4 }'), route to $DST_ADDR via $dev, tun mtu $(tun_mtu "$dev")"
-            measure openvpn
+            start_iperf_server
+        measure openvpn
+        stop_iperf_server
             OVPN_RUNS=$MEASURED_RUNS OVPN_MEDIAN=$MEASURED_MEDIAN
             [ -n "$OVPN_MEDIAN" ] && OVPN_STATUS=ok || OVPN_DETAIL="every iperf3 run failed"
         fi
     fi
     OVPN_NOTES=$(cat "$WORK/openvpn-server.log" "$WORK/openvpn-client.log" |
-        grep -E 'DEPRECATED|WARNING|Data Channel: cipher|DCO|dco' | sed 's/^[0-9-]* [0-9:]* //; s/^[^ ]*:[0-9]* //' | sort -u || true)
+        grep -E 'DEPRECATED|WARNING|Note:|Data Channel: cipher|DCO version' | sed 's/^[0-9-]* [0-9:]* //; s/^[0-9.]*:[0-9]* //' | sort -u || true)
     stop_pids "$client_pid" "$server_pid"
 }
 
@@ -445,7 +464,9 @@ run_ours() {
         echo "  $OURS_DETAIL"
     else
         echo "  up: $(ip -n "$CLI" -4 -o addr show dev "$dev" | awk '{ print $2, $4 }'), route to $DST_ADDR via $dev, tun mtu $(tun_mtu "$dev")"
+        start_iperf_server
         measure simpletunnel
+        stop_iperf_server
         OURS_RUNS=$MEASURED_RUNS OURS_MEDIAN=$MEASURED_MEDIAN
         [ -n "$OURS_MEDIAN" ] && OURS_STATUS=ok || OURS_DETAIL="every iperf3 run failed"
     fi
@@ -466,8 +487,6 @@ awk -v l="${LOAD_BEFORE%% *}" -v c="$CPUS" 'BEGIN { exit !(l > c / 2) }' &&
     note "warning: the machine is busy (load $LOAD_BEFORE on $CPUS cores); expect noisy figures"
 
 setup_topology
-start_bg iperf3-server "$WORK/iperf3-server.log" ip netns exec "$DST" iperf3 -s -B "$DST_ADDR" -p 5201
-wait_for 10 iperf_listening || die "iperf3 server did not start: $(cat "$WORK/iperf3-server.log")"
 
 run_baseline
 run_openvpn
