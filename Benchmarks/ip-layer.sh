@@ -94,19 +94,17 @@ IPERF_VERSION=$(iperf3 --version 2>/dev/null | head -n 1 || true)
 
 OURS_UNAVAILABLE=""
 if [ -z "${BIN_DIR:-}" ]; then
-    if command -v swift >/dev/null; then
-        if [ "$BUILD" = 1 ]; then
-            note "building tunnel-server and tunnel-client (release)"
-            build_log=$(mktemp)
-            if ! (cd "$ROOT" && swift build -c release --product tunnel-server && swift build -c release --product tunnel-client) >"$build_log" 2>&1; then
-                tail -n 20 "$build_log" >&2
-                OURS_UNAVAILABLE="release build failed"
-            fi
-            rm -f "$build_log"
+    BIN_DIR=$ROOT/.build/release
+    if [ "$BUILD" = 1 ] && command -v swift >/dev/null; then
+        note "building tunnel-server and tunnel-client (swift build -c release)"
+        build_log=$(mktemp)
+        if (cd "$ROOT" && swift build -c release --product tunnel-server && swift build -c release --product tunnel-client) >"$build_log" 2>&1; then
+            BIN_DIR=$(cd "$ROOT" && swift build -c release --show-bin-path 2>/dev/null || echo "$BIN_DIR")
+        else
+            tail -n 20 "$build_log" >&2
+            OURS_UNAVAILABLE="release build failed"
         fi
-        BIN_DIR=$(cd "$ROOT" && swift build -c release --show-bin-path 2>/dev/null || echo "$ROOT/.build/release")
-    else
-        BIN_DIR=$ROOT/.build/release
+        rm -f "$build_log"
     fi
 fi
 SERVER_BIN=$BIN_DIR/tunnel-server
@@ -356,24 +354,24 @@ OVPN_STATUS=failed OVPN_RUNS="" OVPN_MEDIAN="" OVPN_DETAIL="" OVPN_NOTES=""
 run_openvpn() {
     echo "OpenVPN $OPENVPN_SHORT: --proto tcp-server/tcp-client, --data-ciphers AES-256-GCM"
     make_pki
-    local d=$WORK/pki dco=() server_pid client_pid dev
-    [ "$OPENVPN_DCO" = 1 ] || dco=(--disable-dco)
+    local d=$WORK/pki options=() server_pid client_pid dev
+    [ "$OPENVPN_DCO" = 1 ] || options=(--disable-dco)
     local extra=()
     read -r -a extra <<<"$OPENVPN_EXTRA"
-    dco+=("${extra[@]}")
+    options+=("${extra[@]}")
     start_bg openvpn-server "$WORK/openvpn-server.log" ip netns exec "$SRV" openvpn \
         --local 198.18.1.1 --port 1194 --proto tcp-server --dev tun --topology subnet \
         --server 10.91.0.0 255.255.255.0 --push "route 198.18.2.0 255.255.255.0" \
         --ca "$d/ca.crt" --cert "$d/server.crt" --key "$d/server.key" --dh none \
         --remote-cert-tls client --tls-version-min 1.2 --keepalive 10 60 \
-        --data-ciphers AES-256-GCM --cipher AES-256-GCM "${dco[@]}" --verb 3
+        --data-ciphers AES-256-GCM --cipher AES-256-GCM "${options[@]}" --verb 3
     server_pid=$BG_PID
     start_bg openvpn-client "$WORK/openvpn-client.log" ip netns exec "$CLI" openvpn \
         --tls-client --pull --proto tcp-client --remote 198.18.1.1 1194 --nobind --dev tun \
         --connect-retry 1 1 --connect-timeout 5 \
         --ca "$d/ca.crt" --cert "$d/client.crt" --key "$d/client.key" \
         --remote-cert-tls server --tls-version-min 1.2 \
-        --data-ciphers AES-256-GCM "${dco[@]}" --verb 3
+        --data-ciphers AES-256-GCM "${options[@]}" --verb 3
     client_pid=$BG_PID
     openvpn_up() { grep -q 'Initialization Sequence Completed' "$WORK/openvpn-client.log" || ! alive "$client_pid"; }
     wait_for 30 openvpn_up || true
