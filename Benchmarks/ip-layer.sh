@@ -54,7 +54,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "ip-layer.sh: $*" >&2; exit 1; }
 note() { echo "# $*" >&2; }
 
-case "$DURATION" in '' | *[!0-9]*) die "DURATION must be a whole number of seconds" ;; esac
+case "$DURATION" in '' | *[!0-9]* | 0) die "DURATION must be a whole number of seconds" ;; esac
 case "$RUNS" in '' | *[!0-9]* | 0) die "RUNS must be a positive whole number" ;; esac
 [ "$(id -u)" = 0 ] || die "run as root (network namespaces, TUN devices)"
 [ -c /dev/net/tun ] || die "/dev/net/tun is missing"
@@ -387,14 +387,15 @@ run_openvpn() {
         else
             echo "  up: $(ip -n "$CLI" -4 -o addr show dev "$dev" | awk '{ print $2, $4 }'), route to $DST_ADDR via $dev, tun mtu $(tun_mtu "$dev")"
             start_iperf_server
-        measure openvpn
-        stop_iperf_server
+            measure openvpn
+            stop_iperf_server
             OVPN_RUNS=$MEASURED_RUNS OVPN_MEDIAN=$MEASURED_MEDIAN
             [ -n "$OVPN_MEDIAN" ] && OVPN_STATUS=ok || OVPN_DETAIL="every iperf3 run failed"
         fi
     fi
     OVPN_NOTES=$(cat "$WORK/openvpn-server.log" "$WORK/openvpn-client.log" |
-        grep -E 'DEPRECATED|WARNING|Note:|Data Channel: cipher|DCO version' | sed 's/^[0-9-]* [0-9:]* //; s/^[0-9.]*:[0-9]* //' | sort -u || true)
+        grep -E 'DEPRECATED|WARNING|Note:|Data Channel: cipher|DCO version' |
+        sed -E 's#^[0-9-]+ [0-9:]+ ##; s#^([^ ]*/)?[0-9]+(\.[0-9]+){3}:[0-9]+ ##' | sort -u || true)
     stop_pids "$client_pid" "$server_pid"
 }
 
