@@ -16,6 +16,9 @@
 #                     release bin path of this checkout)
 #   OPENVPN_DCO=0     1 lets OpenVPN use data channel offload when the kernel
 #                     has it; the default passes --disable-dco (userspace, like us)
+#   OPENVPN_NODELAY=1 also measure OpenVPN with --tcp-nodelay (like for like:
+#                     SwiftNIO sets TCP_NODELAY); PASS/FAIL is against the
+#                     issue's configuration (OpenVPN defaults); 0 skips it
 #   OPENVPN_EXTRA=    more options for both OpenVPN ends, e.g. "--tcp-nodelay"
 #   OURS_TUN_ADDRESS=10.90.0.1   tunnel-server --tun-address
 #   OURS_MTU=         passed to tunnel-client ip as --mtu when set
@@ -23,7 +26,7 @@
 #
 # Requirements: root, Linux with network namespaces and /dev/net/tun, and
 # apt-get if openvpn (2.6.x), iperf3, iproute2 or openssl is missing (the
-# script installs them). Default runtime is about 1.5 minutes (plus the build).
+# script installs them). Default runtime is about 2 minutes (plus the build).
 #
 # Topology (everything inside namespaces this script creates and deletes on
 # exit; the root namespace's addresses, routes and firewall are not touched):
@@ -32,7 +35,8 @@
 #   (iperf3 -c, VPN clients)              (VPN servers, ip_forward=1)              (iperf3 -s)
 #
 #   baseline:      client ns routes 198.18.2.0/24 via 198.18.1.1 (plain forwarding)
-#   OpenVPN:       pool 10.91.0.0/24, pushes route 198.18.2.0/24
+#   OpenVPN:       pool 10.91.0.0/24, pushes route 198.18.2.0/24; run with its
+#                  defaults and again with --tcp-nodelay
 #   SimpleTunnel:  pool 10.90.0.2-10.90.0.250, pushes route 198.18.2.0/24
 #
 # Results also go to benchmark-results/ip-layer.json (git-ignored).
@@ -46,6 +50,7 @@ OPENVPN_DCO=${OPENVPN_DCO:-0}
 OURS_TUN_ADDRESS=${OURS_TUN_ADDRESS:-10.90.0.1}
 OURS_MTU=${OURS_MTU:-}
 KEEP_WORK=${KEEP_WORK:-0}
+OPENVPN_NODELAY=${OPENVPN_NODELAY:-1}
 OPENVPN_EXTRA=${OPENVPN_EXTRA:-}
 TARGET_RATIO=2
 
@@ -297,10 +302,10 @@ measure() {
     for run in $(seq 1 "$RUNS"); do
         out=$WORK/iperf-$label-$run.json
         if iperf_run "$out" && gbps=$(iperf_gbps "$out"); then
-            printf '  %-12s run %d: %7.3f Gbit/s\n' "$label" "$run" "$gbps"
+            printf '  %-15s run %d: %7.3f Gbit/s\n' "$label" "$run" "$gbps"
             MEASURED_RUNS="$MEASURED_RUNS${MEASURED_RUNS:+ }$gbps"
         else
-            printf '  %-12s run %d: failed: %s\n' "$label" "$run" \
+            printf '  %-15s run %d: failed: %s\n' "$label" "$run" \
                 "$(grep -o '"error"[^,}]*' "$out" 2>/dev/null | head -n 1 || tail -n 1 "$out")"
         fi
     done
@@ -350,52 +355,58 @@ CNF
     done
 }
 
-OVPN_STATUS=failed OVPN_RUNS="" OVPN_MEDIAN="" OVPN_DETAIL="" OVPN_NOTES=""
+# run_openvpn TAG [SERVER_OPTION...]: one OpenVPN configuration (OPENVPN_EXTRA
+# goes to both ends, SERVER_OPTIONs to the server, which pushes what the
+# client needs, e.g. --tcp-nodelay); sets R_STATUS, R_RUNS, R_MEDIAN, R_DETAIL and adds to OVPN_NOTES.
+OVPN_NOTES=""
 run_openvpn() {
-    echo "OpenVPN $OPENVPN_SHORT: --proto tcp-server/tcp-client, --data-ciphers AES-256-GCM"
-    make_pki
-    local d=$WORK/pki options=() server_pid client_pid dev
+    local tag=$1
+    shift
+    R_STATUS=failed R_RUNS="" R_MEDIAN="" R_DETAIL=""
+    echo "OpenVPN $OPENVPN_SHORT: --proto tcp-server/tcp-client, --data-ciphers AES-256-GCM${*:+, server $*}"
+    [ -f "$WORK/pki/client.crt" ] || make_pki
+    local d=$WORK/pki options=() extra=() server_pid client_pid dev
+    local slog=$WORK/openvpn-server-$tag.log clog=$WORK/openvpn-client-$tag.log
     [ "$OPENVPN_DCO" = 1 ] || options=(--disable-dco)
-    local extra=()
     read -r -a extra <<<"$OPENVPN_EXTRA"
     options+=("${extra[@]}")
-    start_bg openvpn-server "$WORK/openvpn-server.log" ip netns exec "$SRV" openvpn \
+    start_bg openvpn-server "$slog" ip netns exec "$SRV" openvpn \
         --local 198.18.1.1 --port 1194 --proto tcp-server --dev tun --topology subnet \
         --server 10.91.0.0 255.255.255.0 --push "route 198.18.2.0 255.255.255.0" \
         --ca "$d/ca.crt" --cert "$d/server.crt" --key "$d/server.key" --dh none \
         --remote-cert-tls client --tls-version-min 1.2 --keepalive 10 60 \
-        --data-ciphers AES-256-GCM --cipher AES-256-GCM "${options[@]}" --verb 3
+        --data-ciphers AES-256-GCM --cipher AES-256-GCM "${options[@]}" "$@" --verb 3
     server_pid=$BG_PID
-    start_bg openvpn-client "$WORK/openvpn-client.log" ip netns exec "$CLI" openvpn \
+    start_bg openvpn-client "$clog" ip netns exec "$CLI" openvpn \
         --tls-client --pull --proto tcp-client --remote 198.18.1.1 1194 --nobind --dev tun \
         --connect-retry 1 1 --connect-timeout 5 \
         --ca "$d/ca.crt" --cert "$d/client.crt" --key "$d/client.key" \
         --remote-cert-tls server --tls-version-min 1.2 \
         --data-ciphers AES-256-GCM "${options[@]}" --verb 3
     client_pid=$BG_PID
-    openvpn_up() { grep -q 'Initialization Sequence Completed' "$WORK/openvpn-client.log" || ! alive "$client_pid"; }
+    openvpn_up() { grep -q 'Initialization Sequence Completed' "$clog" || ! alive "$client_pid"; }
     wait_for 30 openvpn_up || true
-    if ! grep -q 'Initialization Sequence Completed' "$WORK/openvpn-client.log"; then
-        OVPN_DETAIL="client did not reach 'Initialization Sequence Completed' within 30 s"
-        echo "  $OVPN_DETAIL; last server and client log lines:"
-        tail -n 8 "$WORK/openvpn-server.log" "$WORK/openvpn-client.log" | sed 's/^/    /'
+    if ! grep -q 'Initialization Sequence Completed' "$clog"; then
+        R_DETAIL="client did not reach 'Initialization Sequence Completed' within 30 s"
+        echo "  $R_DETAIL; last server and client log lines:"
+        tail -n 8 "$slog" "$clog" | sed 's/^/    /'
     else
         dev=$(route_dev)
         if [ "${dev#tun}" = "$dev" ]; then
-            OVPN_DETAIL="the route to $DST_ADDR does not use the OpenVPN TUN (dev ${dev:-none})"
-            echo "  $OVPN_DETAIL"
+            R_DETAIL="the route to $DST_ADDR does not use the OpenVPN TUN (dev ${dev:-none})"
+            echo "  $R_DETAIL"
         else
             echo "  up: $(ip -n "$CLI" -4 -o addr show dev "$dev" | awk '{ print $2, $4 }'), route to $DST_ADDR via $dev, tun mtu $(tun_mtu "$dev")"
             start_iperf_server
-            measure openvpn
+            measure "openvpn-$tag"
             stop_iperf_server
-            OVPN_RUNS=$MEASURED_RUNS OVPN_MEDIAN=$MEASURED_MEDIAN
-            [ -n "$OVPN_MEDIAN" ] && OVPN_STATUS=ok || OVPN_DETAIL="every iperf3 run failed"
+            R_RUNS=$MEASURED_RUNS R_MEDIAN=$MEASURED_MEDIAN
+            [ -n "$R_MEDIAN" ] && R_STATUS=ok || R_DETAIL="every iperf3 run failed"
         fi
     fi
-    OVPN_NOTES=$(cat "$WORK/openvpn-server.log" "$WORK/openvpn-client.log" |
+    OVPN_NOTES=$({ echo "$OVPN_NOTES"; cat "$slog" "$clog" |
         grep -E 'DEPRECATED|WARNING|Note:|Data Channel: cipher|DCO version' |
-        sed -E 's#^[0-9-]+ [0-9:]+ ##; s#^([^ ]*/)?[0-9]+(\.[0-9]+){3}:[0-9]+ ##' | sort -u || true)
+        sed -E 's#^[0-9-]+ [0-9:]+ ##; s#^([^ ]*/)?[0-9]+(\.[0-9]+){3}:[0-9]+ ##'; } | grep . | sort -u || true)
     stop_pids "$client_pid" "$server_pid"
 }
 
@@ -507,15 +518,27 @@ awk -v l="${LOAD_BEFORE%% *}" -v c="$CPUS" 'BEGIN { exit !(l > c / 2) }' &&
 setup_topology
 
 run_baseline
-run_openvpn
+# As the issue asks: OpenVPN's defaults (TCP_NODELAY off).
+run_openvpn default
+OVPN_STATUS=$R_STATUS OVPN_RUNS=$R_RUNS OVPN_MEDIAN=$R_MEDIAN OVPN_DETAIL=$R_DETAIL
+# Like for like: SwiftNIO sets TCP_NODELAY on our sockets; OpenVPN's --tcp-nodelay does the same.
+OVND_STATUS=skipped OVND_RUNS="" OVND_MEDIAN="" OVND_DETAIL="OPENVPN_NODELAY=0"
+if [ "$OPENVPN_NODELAY" = 1 ]; then
+    run_openvpn nodelay --tcp-nodelay
+    OVND_STATUS=$R_STATUS OVND_RUNS=$R_RUNS OVND_MEDIAN=$R_MEDIAN OVND_DETAIL=$R_DETAIL
+fi
 run_ours
 
 # --- report -----------------------------------------------------------------
 
-RATIO="" VERDICT=""
+RATIO="" VERDICT="" RATIO_ND="" VERDICT_ND=""
 if [ "$OURS_STATUS" = ok ] && [ "$OVPN_STATUS" = ok ]; then
     RATIO=$(awk -v o="$OURS_MEDIAN" -v t="$OVPN_MEDIAN" 'BEGIN { printf "%.2f", o / t }')
     VERDICT=$(awk -v r="$RATIO" -v t="$TARGET_RATIO" 'BEGIN { print (r >= t) ? "PASS" : "FAIL" }')
+fi
+if [ "$OURS_STATUS" = ok ] && [ "$OVND_STATUS" = ok ]; then
+    RATIO_ND=$(awk -v o="$OURS_MEDIAN" -v t="$OVND_MEDIAN" 'BEGIN { printf "%.2f", o / t }')
+    VERDICT_ND=$(awk -v r="$RATIO_ND" -v t="$TARGET_RATIO" 'BEGIN { print (r >= t) ? "PASS" : "FAIL" }')
 fi
 
 row() {   # row LABEL STATUS MEDIAN RUNS DETAIL
@@ -530,11 +553,16 @@ echo "IP-layer throughput, iperf3 single TCP stream, median of $RUNS x ${DURATIO
 printf '  %-34s %8s   %s\n' configuration Gbit/s "runs (Gbit/s)"
 row "baseline veth (wire ceiling)" "$BASE_STATUS" "$BASE_MEDIAN" "$BASE_RUNS" "$BASE_DETAIL"
 row "OpenVPN $OPENVPN_SHORT TCP AES-256-GCM" "$OVPN_STATUS" "$OVPN_MEDIAN" "$OVPN_RUNS" "$OVPN_DETAIL"
+[ "$OVND_STATUS" = skipped ] ||
+    row "  same, --tcp-nodelay" "$OVND_STATUS" "$OVND_MEDIAN" "$OVND_RUNS" "$OVND_DETAIL"
 row "SimpleTunnel TLS" "$OURS_STATUS" "$OURS_MEDIAN" "$OURS_RUNS" "$OURS_DETAIL"
 if [ -n "$RATIO" ]; then
     echo "ratio SimpleTunnel/OpenVPN: $RATIO (target >= ${TARGET_RATIO}x): $VERDICT"
 else
     echo "ratio SimpleTunnel/OpenVPN: n/a (target >= ${TARGET_RATIO}x): no verdict"
+fi
+if [ -n "$RATIO_ND" ]; then
+    echo "ratio SimpleTunnel/OpenVPN --tcp-nodelay (like for like): $RATIO_ND (>= ${TARGET_RATIO}x: $VERDICT_ND)"
 fi
 echo "machine: $CPUS cores ($CPU_MODEL), kernel $KERNEL; the cores are shared by the VPN client,"
 echo "  the VPN server and both iperf3 ends; load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -554,6 +582,7 @@ json_str() {
     s=${s//$'\n'/\\n}
     printf '"%s"' "$s"
 }
+json_verdict() { case $1 in PASS) echo true ;; FAIL) echo false ;; *) echo null ;; esac; }
 json_num() { [ -n "$1" ] && printf '%s' "$1" || printf null; }
 json_result() {   # STATUS MEDIAN RUNS DETAIL
     printf '{"status": %s, "gbit_per_s_median": %s, "gbit_per_s_runs": [%s], "detail": %s}' \
@@ -579,11 +608,14 @@ JSON=$ROOT/benchmark-results/ip-layer.json
     printf '  "results": {\n'
     printf '    "baseline_veth": %s,\n' "$(json_result "$BASE_STATUS" "$BASE_MEDIAN" "$BASE_RUNS" "$BASE_DETAIL")"
     printf '    "openvpn_tcp_aes_256_gcm": %s,\n' "$(json_result "$OVPN_STATUS" "$OVPN_MEDIAN" "$OVPN_RUNS" "$OVPN_DETAIL")"
+    printf '    "openvpn_tcp_aes_256_gcm_tcp_nodelay": %s,\n' "$(json_result "$OVND_STATUS" "$OVND_MEDIAN" "$OVND_RUNS" "$OVND_DETAIL")"
     printf '    "simpletunnel_tls": %s\n' "$(json_result "$OURS_STATUS" "$OURS_MEDIAN" "$OURS_RUNS" "$OURS_DETAIL")"
     printf '  },\n'
     printf '  "ratio_simpletunnel_over_openvpn": %s,\n' "$(json_num "$RATIO")"
     printf '  "target_ratio": %s,\n' "$TARGET_RATIO"
-    printf '  "pass": %s\n' "$([ -z "$VERDICT" ] && echo null || { [ "$VERDICT" = PASS ] && echo true || echo false; })"
+    printf '  "pass": %s,\n' "$(json_verdict "$VERDICT")"
+    printf '  "ratio_simpletunnel_over_openvpn_tcp_nodelay": %s,\n' "$(json_num "$RATIO_ND")"
+    printf '  "pass_tcp_nodelay": %s\n' "$(json_verdict "$VERDICT_ND")"
     printf '}\n'
 } >"$JSON"
 echo "results: ${JSON#"$ROOT"/}"
