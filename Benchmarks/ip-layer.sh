@@ -117,9 +117,9 @@ CLIENT_BIN=$BIN_DIR/tunnel-client
 if [ -z "$OURS_UNAVAILABLE" ]; then
     if [ ! -x "$SERVER_BIN" ] || [ ! -x "$CLIENT_BIN" ]; then
         OURS_UNAVAILABLE="no tunnel-server/tunnel-client in $BIN_DIR"
-    elif ! "$SERVER_BIN" --help 2>&1 | grep -q -- '--tun-address'; then
+    elif ! grep -q -- '--tun-address' <<<"$("$SERVER_BIN" --help 2>&1)"; then
         OURS_UNAVAILABLE="tunnel-server has no --tun/--tun-address option"
-    elif ! "$CLIENT_BIN" --help 2>&1 | grep -Eq '^[[:space:]]+ip([[:space:]]|$)'; then
+    elif ! grep -Eq '^[[:space:]]+ip([[:space:]]|$)' <<<"$("$CLIENT_BIN" --help 2>&1)"; then
         OURS_UNAVAILABLE="tunnel-client has no 'ip' subcommand"
     fi
 fi
@@ -248,8 +248,8 @@ setup_topology() {
 # One iperf3 server per configuration, on its own port: a server whose last
 # client vanished with a torn-down tunnel can stay "busy running a test".
 IPERF_PORT=5200 IPERF_PID=""
-iperf_listening() { ip netns exec "$DST" ss -Htln "sport = :$IPERF_PORT" | grep -q .; }
-iperf_idle() { ! ip netns exec "$DST" ss -Htn state established "sport = :$IPERF_PORT" | grep -q .; }
+iperf_listening() { [ -n "$(ip netns exec "$DST" ss -Htln "sport = :$IPERF_PORT")" ]; }
+iperf_idle() { [ -z "$(ip netns exec "$DST" ss -Htn state established "sport = :$IPERF_PORT")" ]; }
 start_iperf_server() {
     IPERF_PORT=$((IPERF_PORT + 1))
     start_bg iperf3-server "$WORK/iperf3-server-$IPERF_PORT.log" ip netns exec "$DST" iperf3 -s -B "$DST_ADDR" -p "$IPERF_PORT"
@@ -384,9 +384,9 @@ run_openvpn() {
         --remote-cert-tls server --tls-version-min 1.2 \
         --data-ciphers AES-256-GCM "${options[@]}" --verb 3
     client_pid=$BG_PID
-    openvpn_up() { grep -q 'Initialization Sequence Completed' "$clog" || ! alive "$client_pid"; }
+    openvpn_up() { grep -qs 'Initialization Sequence Completed' "$clog" || ! alive "$client_pid"; }
     wait_for 30 openvpn_up || true
-    if ! grep -q 'Initialization Sequence Completed' "$clog"; then
+    if ! grep -qs 'Initialization Sequence Completed' "$clog"; then
         R_DETAIL="client did not reach 'Initialization Sequence Completed' within 30 s"
         echo "  $R_DETAIL; last server and client log lines:"
         tail -n 8 "$slog" "$clog" | sed 's/^/    /'
@@ -464,11 +464,11 @@ run_ours() {
         --config "$d/server.plist" --state-directory "$d/state"
     server_pid=$BG_PID
     server_ready() {
-        { grep -q 'listening on' "$d/server.log" && grep -Eq 'SHA-256 [0-9A-Fa-f:]{64,}' "$d/server.log"; } || ! alive "$server_pid"
+        { grep -qs 'listening on' "$d/server.log" && grep -Eqs 'SHA-256 [0-9A-Fa-f:]{64,}' "$d/server.log"; } || ! alive "$server_pid"
     }
     wait_for 20 server_ready || true
-    fingerprint=$(grep -Eo 'SHA-256 [0-9A-Fa-f:]{64,}' "$d/server.log" | head -n 1 | cut -d' ' -f2 || true)
-    if ! alive "$server_pid" || [ -z "$fingerprint" ] || ! grep -q 'listening on' "$d/server.log"; then
+    fingerprint=$(grep -Eos 'SHA-256 [0-9A-Fa-f:]{64,}' "$d/server.log" | head -n 1 | cut -d' ' -f2 || true)
+    if ! alive "$server_pid" || [ -z "$fingerprint" ] || ! grep -qs 'listening on' "$d/server.log"; then
         OURS_DETAIL="tunnel-server did not start (no 'listening on' and 'SHA-256 <hex>' within 20 s)"
         echo "  $OURS_DETAIL; last log lines:"
         tail -n 8 "$d/server.log" | sed 's/^/    /'
