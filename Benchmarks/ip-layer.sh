@@ -21,7 +21,8 @@
 #                     issue's configuration (OpenVPN defaults); 0 skips it
 #   OPENVPN_EXTRA=    more options for both OpenVPN ends, e.g. "--tcp-nodelay"
 #   OURS_TUN_ADDRESS=10.90.0.1   tunnel-server --tun-address
-#   OURS_MTU=         passed to tunnel-client ip as --mtu when set
+#   OURS_MTU=         --mtu for tunnel-server and tunnel-client when set
+#                     (their default is 1400)
 #   KEEP_WORK=1       keep the temporary directory (logs, PKI, iperf3 JSON)
 #
 # Requirements: root, Linux with network namespaces and /dev/net/tun, and
@@ -364,7 +365,6 @@ run_openvpn() {
     shift
     R_STATUS=failed R_RUNS="" R_MEDIAN="" R_DETAIL=""
     echo "OpenVPN $OPENVPN_SHORT: --proto tcp-server/tcp-client, --data-ciphers AES-256-GCM${*:+, server $*}"
-    [ -f "$WORK/pki/client.crt" ] || make_pki
     local d=$WORK/pki options=() extra=() server_pid client_pid dev
     local slog=$WORK/openvpn-server-$tag.log clog=$WORK/openvpn-client-$tag.log
     [ "$OPENVPN_DCO" = 1 ] || options=(--disable-dco)
@@ -459,9 +459,12 @@ run_ours() {
     local d=$WORK/ours server_pid client_pid fingerprint dev="" mtu=()
     mkdir -p "$d/state"
     write_server_plist "$d/server.plist"
+    [ -n "$OURS_MTU" ] && mtu=(--mtu "$OURS_MTU")
+    # A generated (pinned) server certificate; client certificates from the
+    # benchmark CA, since the server only listens beyond loopback with mutual TLS.
     start_bg tunnel-server "$d/server.log" ip netns exec "$SRV" "$SERVER_BIN" \
-        --host 198.18.1.1 --port 4433 --tun stbsrv0 --tun-address "$OURS_TUN_ADDRESS" \
-        --config "$d/server.plist" --state-directory "$d/state"
+        --host 198.18.1.1 --port 4433 --tun stbsrv0 --tun-address "$OURS_TUN_ADDRESS" "${mtu[@]}" \
+        --config "$d/server.plist" --state-directory "$d/state" --client-ca "$WORK/pki/ca.crt"
     server_pid=$BG_PID
     server_ready() {
         { grep -qs 'listening on' "$d/server.log" && grep -Eqs 'SHA-256 [0-9A-Fa-f:]{64,}' "$d/server.log"; } || ! alive "$server_pid"
@@ -475,9 +478,9 @@ run_ours() {
         stop_pids "$server_pid"
         return 0
     fi
-    [ -n "$OURS_MTU" ] && mtu=(--mtu "$OURS_MTU")
     start_bg tunnel-client "$d/client.log" ip netns exec "$CLI" "$CLIENT_BIN" ip \
-        --server 198.18.1.1:4433 --pin-sha256 "$fingerprint" --tun stbcli0 "${mtu[@]}"
+        --server 198.18.1.1:4433 --pin-sha256 "$fingerprint" \
+        --cert "$WORK/pki/client.crt" --key "$WORK/pki/client.key" --tun stbcli0 "${mtu[@]}"
     client_pid=$BG_PID
     # Up when an address from the pool is on an interface in the client namespace.
     pool_dev() { ip -n "$CLI" -4 -o addr show 2>/dev/null | awk '$4 ~ /^10\.90\.0\./ { print $2; exit }'; }
@@ -516,6 +519,7 @@ awk -v l="${LOAD_BEFORE%% *}" -v c="$CPUS" 'BEGIN { exit !(l > c / 2) }' &&
     note "warning: the machine is busy (load $LOAD_BEFORE on $CPUS cores); expect noisy figures"
 
 setup_topology
+make_pki
 
 run_baseline
 # As the issue asks: OpenVPN's defaults (TCP_NODELAY off).
