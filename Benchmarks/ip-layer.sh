@@ -447,7 +447,7 @@ write_server_plist() {
 PLIST
 }
 
-OURS_STATUS=unavailable OURS_RUNS="" OURS_MEDIAN="" OURS_DETAIL=""
+OURS_STATUS=unavailable OURS_RUNS="" OURS_MEDIAN="" OURS_DETAIL="" OURS_TLS=""
 run_ours() {
     echo "SimpleTunnel: tunnel-server (TUN, IPv4.Pool) <- TLS over TCP -> tunnel-client ip"
     if [ -n "$OURS_UNAVAILABLE" ]; then
@@ -499,6 +499,7 @@ run_ours() {
         start_iperf_server
         measure simpletunnel
         stop_iperf_server
+        OURS_TLS=$(grep -Eos 'tls=TLSv[0-9.]+ [A-Z0-9_]+' "$d/server.log" | head -n 1 | cut -d= -f2 || true)
         OURS_RUNS=$MEASURED_RUNS OURS_MEDIAN=$MEASURED_MEDIAN
         [ -n "$OURS_MEDIAN" ] && OURS_STATUS=ok || OURS_DETAIL="every iperf3 run failed"
     fi
@@ -571,6 +572,7 @@ fi
 echo "machine: $CPUS cores ($CPU_MODEL), kernel $KERNEL; the cores are shared by the VPN client,"
 echo "  the VPN server and both iperf3 ends; load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "OpenVPN data channel offload: $([ "$OPENVPN_DCO" = 1 ] && echo allowed || echo disabled)"
+[ -z "$OURS_TLS" ] || echo "SimpleTunnel TLS: $OURS_TLS"
 if [ -n "$OVPN_NOTES" ]; then
     echo "OpenVPN log notes:"
     sed 's/^/  /' <<<"$OVPN_NOTES"
@@ -607,6 +609,7 @@ JSON=$ROOT/benchmark-results/ip-layer.json
     printf '  "openvpn": %s,\n' "$(json_str "$OPENVPN_VERSION")"
     printf '  "openvpn_extra_options": %s,\n' "$(json_str "$OPENVPN_EXTRA")"
     printf '  "openvpn_dco": %s,\n' "$([ "$OPENVPN_DCO" = 1 ] && echo true || echo false)"
+    printf '  "simpletunnel_tls": %s,\n' "$(json_str "$OURS_TLS")"
     printf '  "duration_seconds": %s,\n' "$DURATION"
     printf '  "runs": %s,\n' "$RUNS"
     printf '  "results": {\n'
