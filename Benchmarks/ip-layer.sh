@@ -609,7 +609,7 @@ JSON=$ROOT/benchmark-results/ip-layer.json
     printf '  "openvpn": %s,\n' "$(json_str "$OPENVPN_VERSION")"
     printf '  "openvpn_extra_options": %s,\n' "$(json_str "$OPENVPN_EXTRA")"
     printf '  "openvpn_dco": %s,\n' "$([ "$OPENVPN_DCO" = 1 ] && echo true || echo false)"
-    printf '  "simpletunnel_tls": %s,\n' "$(json_str "$OURS_TLS")"
+    printf '  "simpletunnel_tls_cipher": %s,\n' "$(json_str "$OURS_TLS")"
     printf '  "duration_seconds": %s,\n' "$DURATION"
     printf '  "runs": %s,\n' "$RUNS"
     printf '  "results": {\n'
