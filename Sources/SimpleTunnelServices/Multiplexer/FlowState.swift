@@ -72,9 +72,26 @@ struct FlowState {
     /// Both streams have ended: once its queue is sent, the flow is forgotten.
     var isFinished: Bool { !sending && !receiving }
 
+    /// Client: data sent before the server answered the open. A server keeps
+    /// up to 256 KiB of it (PROTOCOL.md A6), so a request need not wait a round trip.
+    private(set) var sentBeforeOpen = 0
+
+    mutating func recordSent(_ count: Int) {
+        if isAwaitingOpenResult { sentBeforeOpen += count }
+    }
+
+    /// Bytes that may go to the peer now: any once open; before, for a TCP
+    /// flow, what the early-data allowance leaves.
+    func sendableBytes(limits: TunnelMultiplexer.Limits) -> Int {
+        if isOpen { return Int.max }
+        guard isAwaitingOpenResult, kind == .tcp else { return 0 }
+        return max(0, limits.earlyDataAllowance - sentBeforeOpen)
+    }
+
     /// Whether the local socket should be read now.
-    func wantsReading(tunnelWritable: Bool) -> Bool {
-        isOpen && sending && !peerSuspended && !queueFull && tunnelWritable
+    func wantsReading(tunnelWritable: Bool, limits: TunnelMultiplexer.Limits = .init()) -> Bool {
+        let phaseAllows = isOpen || (sendableBytes(limits: limits) > queue.bufferedBytes)
+        return phaseAllows && sending && !peerSuspended && !queueFull && tunnelWritable
     }
 
     // MARK: Data from the peer

@@ -3,9 +3,10 @@ import NIOCore
 
 extension TunnelMultiplexer: FlowEventSink {
     public func flow(_ identifier: TunnelConnectionIdentifier, didRead data: ByteBuffer, from source: TunnelEndpoint?) {
-        // A client's flow may read before the server answers: NIO reads a
-        // socket to its end when the application half-closes at once. The
-        // bytes wait in the queue, which is only sent once the flow is open.
+        // A client's TCP flow reads before the server answers and sends up to
+        // the early-data allowance at once (PROTOCOL.md A6); NIO may also read
+        // a socket to its end when the application half-closes immediately.
+        // Whatever exceeds the allowance waits in the queue for the open.
         guard var flow = flows[identifier], flow.sending, flow.isOpen || flow.isAwaitingOpenResult else { return }
         flow.lastActivity = .now()
         flow.queue.appendData(data, source: source)
@@ -101,6 +102,7 @@ extension TunnelMultiplexer {
         flows[identifier] = flow
         openCompletions[identifier] = completion
         sendControl(.open(identifier: identifier, request: request))
+        updateReading(identifier)
         return identifier
     }
 

@@ -186,10 +186,11 @@ public final class TunnelMultiplexer {
     /// Sends up to one quantum of a flow's queue; returns whether anything was written.
     private func sendQuantum(of identifier: TunnelConnectionIdentifier) -> Bool {
         guard var flow = flows[identifier], !flow.peerSuspended else { return false }
+        let budget = min(limits.maximumDataChunk, flow.sendableBytes(limits: limits))
         var sent = 0
         var wrote = false
-        while sent < limits.maximumDataChunk, output.isWritable,
-            let item = flow.queue.popFirst(maximumChunk: limits.maximumDataChunk, splittable: flow.kind == .tcp)
+        while sent < budget, output.isWritable,
+            let item = flow.queue.popFirst(maximumChunk: min(limits.maximumDataChunk, budget - sent), splittable: flow.kind == .tcp)
         {
             wrote = true
             switch item {
@@ -206,6 +207,7 @@ public final class TunnelMultiplexer {
                 output.write(.close(identifier: identifier, direction: direction))
             }
         }
+        flow.recordSent(sent)
         flows[identifier] = flow
         return wrote
     }
@@ -214,7 +216,7 @@ public final class TunnelMultiplexer {
     func afterQueueChange(_ identifier: TunnelConnectionIdentifier) {
         guard var flow = flows[identifier] else { return }
         flow.updateQueueWatermarks(limits: limits)
-        if flow.isOpen, !flow.queue.isEmpty, !flow.isScheduled, !flow.peerSuspended {
+        if flow.sendableBytes(limits: limits) > 0, !flow.queue.isEmpty, !flow.isScheduled, !flow.peerSuspended {
             flow.isScheduled = true
             ready.append(identifier)
             scheduleDrain()
@@ -227,7 +229,7 @@ public final class TunnelMultiplexer {
     /// Tells the flow's endpoint to read or not, as its state now wants.
     func updateReading(_ identifier: TunnelConnectionIdentifier) {
         guard var flow = flows[identifier], let endpoint = flow.endpoint else { return }
-        let wanted = flow.wantsReading(tunnelWritable: tunnelWritable)
+        let wanted = flow.wantsReading(tunnelWritable: tunnelWritable, limits: limits)
         if !tunnelWritable, flow.readingEnabled, flow.isOpen {
             pausedForTunnel.append(identifier)
         }

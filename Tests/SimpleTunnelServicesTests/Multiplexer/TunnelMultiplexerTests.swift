@@ -48,15 +48,30 @@ struct TunnelMultiplexerTests {
         return (identifier, endpoint)
     }
 
-    @Test func aLocalSocketIsNotReadUntilTheServerSaysYes() {
+    @Test func aTCPFlowSendsEarlyDataUpToTheAllowanceBeforeTheServerAnswers() {
         let multiplexer = clientMultiplexer()
         let endpoint = RecordingEndpoint()
+        let destination = TunnelEndpoint(host: "h", port: 1)
         var result: Result<[String: PropertyListValue]?, FlowOpenFailure>?
-        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { result = $0 }!
+        let identifier = multiplexer.openFlow(.tcp(destination), endpoint: endpoint) { result = $0 }!
+        #expect(endpoint.reading, "a request need not wait for the open result")
+        for _ in 0..<5 {
+            multiplexer.flow(identifier, didRead: ByteBuffer(repeating: 7, count: 64 * 1024), from: nil)
+        }
         loop.run()
-        #expect(output.written == [.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: "h", port: 1)))])
-        #expect(!endpoint.reading)
+        let allowance = TunnelMultiplexer.Limits().earlyDataAllowance
+        func dataBytes() -> Int {
+            output.written.reduce(0) { total, message in
+                if case .data(_, let payload, _) = message { return total + payload.readableBytes }
+                return total
+            }
+        }
+        #expect(output.written.first == .open(identifier: identifier, request: .tcp(destination)))
+        #expect(dataBytes() == allowance)
+        #expect(!endpoint.reading, "reading stops at the allowance")
         multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
+        loop.run()
+        #expect(dataBytes() == 5 * 64 * 1024)
         #expect(endpoint.reading)
         guard case .success? = result else {
             Issue.record("expected success, got \(String(describing: result))")
