@@ -1,4 +1,5 @@
 import NIOCore
+import NIOPosix
 
 /// A local socket the client listens on for the user (a forward, the SOCKS
 /// proxy): where it is bound, and how to close it.
@@ -13,6 +14,17 @@ public final class LocalListener: Sendable {
         self.channel = channel
         guard let address = channel.localAddress else { throw ChannelError.unknownLocalAddress }
         self.localAddress = address
+    }
+
+    /// A TCP listener whose accepted connections become flows: on the
+    /// tunnel's event loop, half-closable, unbuffered, with flow watermarks.
+    static func streamBootstrap(on eventLoop: EventLoop) -> ServerBootstrap {
+        ServerBootstrap(group: eventLoop)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: backlog)
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: StreamFlowEndpoint.writeBufferWaterMark)
     }
 
     public func close() async {

@@ -12,12 +12,7 @@ public enum TCPPortForwarder {
         tunnel: TunnelClientConnection,
         logger: Logger
     ) async throws -> LocalListener {
-        let channel = try await ServerBootstrap(group: tunnel.eventLoop)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(.backlog, value: LocalListener.backlog)
-            .childChannelOption(.allowRemoteHalfClosure, value: true)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.writeBufferWaterMark, value: StreamFlowEndpoint.writeBufferWaterMark)
+        let channel = try await LocalListener.streamBootstrap(on: tunnel.eventLoop)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let endpoint = StreamFlowEndpoint()
