@@ -39,6 +39,8 @@ public enum TunnelFrame {
     /// would exceed the protocol's maximum: senders split data beforehand.
     public static func encode(_ message: TunnelMessage, into buffer: inout ByteBuffer) throws(TunnelFrameError) {
         let start = buffer.writerIndex
+        // One allocation for the whole frame: growing while the payload is copied in would copy it twice.
+        buffer.reserveCapacity(minimumWritableBytes: message.estimatedFrameLength)
         buffer.writeInteger(UInt32(0))  // patched below once the length is known
         BinaryPropertyListWriter.writeDictionary(message.propertyListEntries, into: &buffer)
         let length = buffer.writerIndex - start
@@ -47,5 +49,17 @@ public enum TunnelFrame {
             throw .lengthTooLarge(length)
         }
         buffer.setInteger(UInt32(length), at: start, endianness: .little)
+    }
+}
+
+extension TunnelMessage {
+    /// An upper estimate of the encoded frame: payload bytes plus generous room for keys and structure.
+    var estimatedFrameLength: Int {
+        switch self {
+        case .data(_, let payload, _): return payload.readableBytes + 192
+        case .dns(_, let packet, _): return packet.readableBytes + 192
+        case .packets(_, let packets): return packets.reduce(128) { $0 + $1.bytes.readableBytes + 24 }
+        default: return 512
+        }
     }
 }
