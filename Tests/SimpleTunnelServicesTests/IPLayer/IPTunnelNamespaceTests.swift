@@ -41,13 +41,18 @@ final class VPNLab {
         return namespace
     }
 
-    func startServer() async throws {
+    /// - Parameter pushRoutes: with, clients route only the destination network;
+    ///   without, they route everything through the tunnel.
+    func startServer(pushRoutes: Bool = true) async throws {
+        let routes = pushRoutes
+            ? "<key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>"
+            : ""
         let configuration = """
             <?xml version="1.0" encoding="UTF-8"?>
             <plist version="1.0"><dict>
               <key>IPv4</key><dict>
                 <key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>
-                <key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>
+                \(routes)
               </dict>
               <key>DNS</key><dict><key>Servers</key><array/></dict>
             </dict></plist>
@@ -129,6 +134,24 @@ struct IPTunnelNamespaceTests {
         let data = Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) })
         try? data.write(to: URL(fileURLWithPath: path + "/blob"))
         return path
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func withoutPushedRoutesEverythingGoesThroughTheTunnelAndIPv6IsBlackholed() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer(pushRoutes: false)
+        let client = try vpn.clientNamespace(1)
+        let process = try await vpn.startClient(in: client, serverAddress: "198.18.11.1", device: "stun1")
+        let routes = try vpn.lab.run(in: client, ["ip", "route"]).standardOutput
+        #expect(routes.contains("0.0.0.0/1 dev stun1"), "\(routes)")
+        #expect(routes.contains("128.0.0.0/1 dev stun1"), "\(routes)")
+        // The tunnel's own connection keeps its way to the server outside the tunnel.
+        #expect(routes.contains("198.18.11.1 dev uplink"), "\(routes)")
+        let ipv6 = try vpn.lab.run(in: client, ["ip", "-6", "route", "show", "table", "all"]).standardOutput
+        #expect(ipv6.contains("blackhole ::/1") && ipv6.contains("blackhole 8000::/1"), "\(ipv6)")
+        let ping = try vpn.lab.run(in: client, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+        #expect(ping.status == 0, "ping failed: \(ping.standardOutput)\n\(process.outputSoFar)")
     }
 
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
