@@ -11,9 +11,11 @@ public struct DNSForwarder: Sendable {
         case noResolver
         case timedOut(SocketAddress)
         case malformedQuery
+        case tooManyQueries(Int)
 
         public var description: String {
             switch self {
+            case .tooManyQueries(let limit): return "\(limit) DNS queries of this tunnel are already waiting for the resolver"
             case .noResolver: return "no DNS resolver is configured on the server"
             case .timedOut(let resolver): return "the resolver \(resolver) did not answer in time"
             case .malformedQuery: return "the DNS query is shorter than a DNS header"

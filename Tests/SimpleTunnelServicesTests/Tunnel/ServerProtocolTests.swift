@@ -202,6 +202,7 @@ struct ServerProtocolTests {
         try await peer.send(propertyList: .dictionary(["command": 1]))
         try await peer.send(.data(identifier: 777, payload: ByteBuffer(string: "nobody")))
         try await peer.send(.openResult(identifier: 1, result: .success))
+        try await peer.send(.authenticateResult(.success))
         try await peer.send(.packets(identifier: 1, packets: [TunnelPacket(bytes: ByteBuffer(hex: "4500"))]))
         try await peer.send(.close(identifier: 12345, direction: .all))
         try await peer.send(.authenticate(login: "anyone", password: "x"))
@@ -249,5 +250,21 @@ struct ServerProtocolTests {
         #expect(await talker.next() != nil)
         await talker.close()
         await fixture.stop()
+    }
+
+    @Test func dnsQueriesAreForwardedToTheResolverAndAnswered() async throws {
+        // A stand-in resolver on loopback that answers each query with its own bytes.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let resolver = try await LoopbackPeers.udpEchoServer(group: group)
+        let address = try #require(resolver.localAddress)
+        let fixture = try await RawServerFixture.start { $0.dns = DNSForwarder(resolver: address, timeout: .seconds(5)) }
+        let peer = try await fixture.peer()
+        let query = ByteBuffer(hex: "beef 0100 0001 0000 0000 0000 07 6578616d706c65 03 636f6d 00 0001 0001")
+        try await peer.send(.dns(identifier: 77, packet: query))
+        #expect(await peer.next() == .dns(identifier: 77, packet: query, source: "127.0.0.1:\(address.port ?? 0)"))
+        await peer.close()
+        await fixture.stop()
+        try? await resolver.close()
+        try? await group.shutdownGracefully()
     }
 }
