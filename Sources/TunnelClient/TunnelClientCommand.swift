@@ -39,6 +39,12 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(help: "No TLS (servers started with --plaintext, on loopback).")
     var plaintext = false
 
+    @Option(help: "Login for servers started with --users.")
+    var user: String?
+
+    @Option(name: .customLong("password-file"), help: "File whose first line is the password (else $SIMPLETUNNEL_PASSWORD).")
+    var passwordFile: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default notice.")
     var logLevel: Logger.Level = .notice
 
@@ -56,6 +62,8 @@ struct ConnectionOptions: ParsableArguments {
         options.privateKeyPath = key
         options.serverName = serverName
         options.plaintext = plaintext
+        options.login = user
+        options.passwordFile = passwordFile
         return options
     }
 

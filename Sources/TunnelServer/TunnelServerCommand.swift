@@ -8,7 +8,15 @@ import SimpleTunnelServices
 struct TunnelServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tunnel-server",
-        abstract: "Serve SimpleTunnel tunnels over TLS: TCP and UDP flows to real destinations.",
+        abstract: "Serve SimpleTunnel tunnels over TLS: TCP and UDP flows to real destinations, and an IP layer over TUN.",
+        subcommands: [Serve.self, Passwd.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve tunnels (the default subcommand).",
         discussion: """
             With no arguments it listens on 127.0.0.1:4433 with a generated self-signed \
             certificate (its SHA-256 fingerprint is printed with a ready-to-paste client command) \
@@ -42,6 +50,9 @@ struct TunnelServerCommand: AsyncParsableCommand {
 
     @Flag(help: "No TLS, for Apple's stock sample app; loopback only.")
     var plaintext = false
+
+    @Option(help: "Users file (LOGIN:HASH lines, see `tunnel-server passwd`): every tunnel must log in first.")
+    var users: String?
 
     @Option(name: .customLong("state-directory"), help: "Where the generated certificate is kept. Default $XDG_STATE_HOME/simpletunnel.")
     var stateDirectory: String?
@@ -126,6 +137,7 @@ struct TunnelServerCommand: AsyncParsableCommand {
         options.firstMessageTimeout = firstMessageTimeout
         options.connectTimeout = connectTimeout
         options.udpIdleTimeout = udpIdleTimeout
+        options.usersPath = users
 
         let launch: TunnelServerLaunch
         do {

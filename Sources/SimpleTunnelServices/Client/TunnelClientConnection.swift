@@ -18,6 +18,8 @@ public final class TunnelClientConnection: Sendable {
         public var serverName: String?
         public var limits = TunnelMultiplexer.Limits()
         public var connectTimeout: TimeAmount = .seconds(10)
+        /// Login and password for servers that require them (PROTOCOL.md B2).
+        public var credentials: (login: String, password: String)?
 
         public init(host: String, port: Int, tls: TLSContext?) {
             self.host = host
@@ -43,6 +45,7 @@ public final class TunnelClientConnection: Sendable {
         let eventLoop = group.next()
         let activePromise = eventLoop.makePromise(of: NIOLoopBound<TunnelMultiplexer>.self)
         let configurationPromise = eventLoop.makePromise(of: [String: PropertyListValue].self)
+        let loginPromise = eventLoop.makePromise(of: TunnelConnectionOpenResult.self)
         let channel = try await ClientBootstrap(group: eventLoop)
             .connectTimeout(settings.connectTimeout)
             .channelOption(.socketOption(.so_keepalive), value: 1)
@@ -61,6 +64,13 @@ public final class TunnelClientConnection: Sendable {
                             // The first message goes from the event loop at once (queued until
                             // TLS is up), so a busy caller can never let the server's
                             // first-message timeout run out (PROTOCOL.md B5).
+                            if let credentials = settings.credentials {
+                                multiplexer.authenticate(login: credentials.login, password: credentials.password) {
+                                    loginPromise.completeWith($0.mapError { $0 })
+                                }
+                            } else {
+                                loginPromise.succeed(.success)
+                            }
                             multiplexer.fetchConfiguration { configurationPromise.completeWith($0.mapError { $0 }) }
                             activePromise.succeed(NIOLoopBound(multiplexer, eventLoop: channel.eventLoop))
                         }
@@ -71,9 +81,15 @@ public final class TunnelClientConnection: Sendable {
             .get()
         channel.closeFuture.whenComplete { _ in
             activePromise.fail(TunnelClosedError())
+            loginPromise.fail(TunnelClosedError())
             configurationPromise.fail(TunnelClosedError())
         }
         let multiplexer = try await activePromise.futureResult.get()
+        let login = try await loginPromise.futureResult.get()
+        guard login == .success else {
+            try? await channel.close()
+            throw TunnelClientLaunchError("the server refused the login \"\(settings.credentials?.login ?? "")\"")
+        }
         let configuration = try await configurationPromise.futureResult.get()
         return TunnelClientConnection(channel: channel, multiplexer: multiplexer, serverConfiguration: configuration)
     }

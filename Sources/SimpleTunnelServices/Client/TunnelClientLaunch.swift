@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the client's command line says about reaching the server.
 public struct TunnelClientLaunchOptions: Sendable {
     /// `HOST:PORT`, IPv6 in brackets.
@@ -9,12 +11,36 @@ public struct TunnelClientLaunchOptions: Sendable {
     public var privateKeyPath: String?
     public var serverName: String?
     public var plaintext = false
+    /// Login for servers that require one, and where its password is.
+    public var login: String?
+    public var passwordFile: String?
+    /// Where the password comes from when no file is given.
+    public static let passwordEnvironmentVariable = "SIMPLETUNNEL_PASSWORD"
 
     public init() {}
 
+    /// The login and password, when a login is given.
+    func credentials(environment: [String: String]) throws -> (login: String, password: String)? {
+        guard let login else {
+            guard passwordFile == nil else { throw TunnelClientLaunchError("--password-file needs --user") }
+            return nil
+        }
+        if let passwordFile {
+            guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
+                throw TunnelClientLaunchError("--password-file \(passwordFile): cannot be read")
+            }
+            return (login, String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? ""))
+        }
+        guard let password = environment[Self.passwordEnvironmentVariable] else {
+            throw TunnelClientLaunchError("--user \(login) needs a password: --password-file FILE, or the \(Self.passwordEnvironmentVariable) environment variable")
+        }
+        return (login, password)
+    }
+
     /// Turns the options into connection settings, refusing contradictions.
-    public func connectionSettings() throws -> TunnelClientConnection.Settings {
+    public func connectionSettings(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> TunnelClientConnection.Settings {
         let endpoint = try Self.parseServer(server)
+        let credentials = try credentials(environment: environment)
         let trustChoices = [caFile != nil, !pinnedSHA256.isEmpty, insecure].filter { $0 }.count
         guard trustChoices <= 1 else {
             throw TunnelClientLaunchError("--ca, --pin-sha256 and --insecure are alternatives: give one (or none, for the system trust store)")
@@ -23,7 +49,9 @@ public struct TunnelClientLaunchOptions: Sendable {
             guard trustChoices == 0, certificatePath == nil, privateKeyPath == nil else {
                 throw TunnelClientLaunchError("--plaintext turns TLS off: it cannot be combined with --ca, --pin-sha256, --insecure, --cert or --key")
             }
-            return TunnelClientConnection.Settings(host: endpoint.host, port: endpoint.port, tls: nil)
+            var settings = TunnelClientConnection.Settings(host: endpoint.host, port: endpoint.port, tls: nil)
+            settings.credentials = credentials
+            return settings
         }
         guard (certificatePath == nil) == (privateKeyPath == nil) else {
             throw TunnelClientLaunchError("--cert and --key go together (mutual TLS)")
@@ -47,6 +75,7 @@ public struct TunnelClientLaunchOptions: Sendable {
         configuration.serverName = serverName ?? endpoint.host
         var settings = TunnelClientConnection.Settings(host: endpoint.host, port: endpoint.port, tls: try TLSContext(configuration: configuration))
         settings.serverName = serverName ?? endpoint.host
+        settings.credentials = credentials
         return settings
     }
 

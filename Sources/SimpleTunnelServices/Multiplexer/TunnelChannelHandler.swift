@@ -86,6 +86,14 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let authenticated = event as? TunnelAuthenticatedEvent {
+            // A login is a first message; every later line names who logged in.
+            receivedAny = true
+            firstMessageTimer?.cancel()
+            firstMessageTimer = nil
+            logger[metadataKey: "login"] = "\(authenticated.login)"
+            multiplexer?.logger = logger
+        }
         if case TLSUserEvent.handshakeCompleted = event,
             let tls = try? context.pipeline.syncOperations.handler(type: TLSHandler.self),
             let session = tls.sessionInfo

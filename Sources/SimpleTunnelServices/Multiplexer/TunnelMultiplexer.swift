@@ -273,7 +273,9 @@ public protocol TunnelRequestResponder: AnyObject {
 /// The tunnel closed before a reply arrived.
 public struct TunnelClosedError: Error, CustomStringConvertible {
     public init() {}
-    public var description: String { "the tunnel closed before the server replied" }
+    public var description: String {
+        "the server closed the tunnel before replying (a server with --users needs --user; one with --client-ca needs --cert and --key)"
+    }
 }
 
 /// Counters of one tunnel.

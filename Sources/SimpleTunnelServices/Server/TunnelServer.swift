@@ -20,6 +20,18 @@ public final class TunnelServer: Sendable {
         /// The configuration `fetchConfiguration` answers with (PROTOCOL.md A5).
         public var clientConfiguration: [String: PropertyListValue] = [:]
         public var dns = DNSForwarder(resolver: nil)
+        /// Set: every tunnel must log in first (PROTOCOL.md B2).
+        public var authentication: Authentication?
+
+        public struct Authentication: Sendable {
+            public var users: UserDatabase
+            public var limiter: LoginRateLimiter
+
+            public init(users: UserDatabase, limiter: LoginRateLimiter = LoginRateLimiter()) {
+                self.users = users
+                self.limiter = limiter
+            }
+        }
 
         public init() {}
     }
@@ -88,6 +100,11 @@ public final class TunnelServer: Sendable {
             try pipeline.addHandler(TLSHandler(context: tls, logger: logger))
         }
         try pipeline.addTunnelMessageCodec()
+        if let authentication = settings.authentication {
+            let source = channel.remoteAddress?.ipAddress ?? "unknown"
+            try pipeline.addHandler(
+                TunnelAuthenticationGate(users: authentication.users, limiter: authentication.limiter, source: source, logger: logger))
+        }
         let eventLoop = channel.eventLoop
         try pipeline.addHandler(
             TunnelChannelHandler(

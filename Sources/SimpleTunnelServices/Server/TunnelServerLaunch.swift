@@ -18,6 +18,8 @@ public struct TunnelServerLaunchOptions: Sendable {
     public var firstMessageTimeout: Double?
     public var connectTimeout: Double?
     public var udpIdleTimeout: Double?
+    /// A users file: tunnels must log in (PROTOCOL.md B2).
+    public var usersPath: String?
 
     public init() {}
 
@@ -77,6 +79,13 @@ public struct TunnelServerLaunch: Sendable {
         settings.clientConfiguration = configuration.configurationForFetch()
         settings.dns = DNSForwarder(resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)))
 
+        if let usersPath = options.usersPath {
+            do {
+                settings.authentication = .init(users: try UserDatabase.load(path: usersPath))
+            } catch {
+                throw TunnelServerLaunchError.invalidOption("--users: \(error)")
+            }
+        }
         var launch = TunnelServerLaunch(settings: settings, configuration: configuration)
         let clientCA = options.clientCAPath ?? server.clientCAPath
         let loopback = Self.isLoopback(settings.host)
@@ -85,7 +94,7 @@ public struct TunnelServerLaunch: Sendable {
             launch.warnings.append("--plaintext: the tunnel is not encrypted; use it only with Apple's stock sample app on this machine")
             return launch
         }
-        guard loopback || clientCA != nil else {
+        guard loopback || clientCA != nil || settings.authentication != nil else {
             throw TunnelServerLaunchError.unauthenticatedPublicListener(settings.host)
         }
         let certificate = options.certificatePath ?? server.certificatePath
@@ -144,7 +153,7 @@ public enum TunnelServerLaunchError: Error, CustomStringConvertible {
             return "--plaintext is only allowed on a loopback address, not \(host): an unencrypted tunnel must not cross a network"
         case .unauthenticatedPublicListener(let host):
             return "refusing to listen on \(host) without client authentication: anyone who can reach it could use this server as a proxy. "
-                + "Require client certificates with --client-ca FILE (or Server.ClientCA in the configuration), or listen on 127.0.0.1"
+                + "Require client certificates with --client-ca FILE (or Server.ClientCA in the configuration), or passwords with --users FILE, or listen on 127.0.0.1"
         }
     }
 }

@@ -43,6 +43,19 @@ struct TunnelServerLaunchTests {
         }
     }
 
+    @Test func aPublicListenerWithAUsersFileStarts() throws {
+        let path = NSTemporaryDirectory() + "users-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var database = UserDatabase()
+        database.set("alice", hash: try PasswordHash(password: "a", iterations: PasswordHash.minimumIterations))
+        try database.write(to: path)
+        let launch = try TunnelServerLaunch.prepare(options { $0.host = "0.0.0.0"; $0.usersPath = path }, resolvConf: nil)
+        #expect(launch.settings.authentication != nil)
+        #expect(throws: TunnelServerLaunchError.self) {
+            try TunnelServerLaunch.prepare(options { $0.usersPath = "/nonexistent/users" }, resolvConf: nil)
+        }
+    }
+
     @Test func aPublicListenerWithMutualTLSStarts() throws {
         let pki = try TestPKI()
         defer { pki.remove() }

@@ -1,0 +1,96 @@
+import Foundation
+
+/// The server's users file (`--users FILE`): one `login:hash` line per user,
+/// `#` comments and blank lines allowed. Written atomically with mode 0600.
+public struct UserDatabase: Sendable, Hashable {
+    public private(set) var users: [String: PasswordHash]
+
+    public init(users: [String: PasswordHash] = [:]) {
+        self.users = users
+    }
+
+    public init(parsing text: String, path: String = "users file") throws(UserDatabaseError) {
+        var users: [String: PasswordHash] = [:]
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            guard !line.isEmpty, !line.hasPrefix("#") else { continue }
+            guard let colon = line.firstIndex(of: ":") else {
+                throw .malformedLine(path: path, line: index + 1, reason: "expected LOGIN:HASH")
+            }
+            let login = String(line[..<colon])
+            guard Self.isValidLogin(login) else {
+                throw .malformedLine(path: path, line: index + 1, reason: "login \"\(login)\" must be 1 to 64 characters without ':' or spaces")
+            }
+            do {
+                users[login] = try PasswordHash(parsing: line[line.index(after: colon)...])
+            } catch {
+                throw .malformedLine(path: path, line: index + 1, reason: error.description)
+            }
+        }
+        self.users = users
+    }
+
+    public static func load(path: String) throws(UserDatabaseError) -> UserDatabase {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw .unreadable(path: path, reason: error.localizedDescription)
+        }
+        return try UserDatabase(parsing: text, path: path)
+    }
+
+    public static func isValidLogin(_ login: String) -> Bool {
+        (1...64).contains(login.count) && !login.contains(where: { $0 == ":" || $0.isWhitespace || $0.isNewline })
+    }
+
+    /// Adds or replaces a user.
+    public mutating func set(_ login: String, hash: PasswordHash) {
+        users[login] = hash
+    }
+
+    /// Whether `password` is `login`'s. Unknown logins cost as much as known ones.
+    public func verify(login: String, password: String) -> Bool {
+        guard let hash = users[login] else {
+            _ = Self.decoy.matches(password)
+            return false
+        }
+        return hash.matches(password)
+    }
+
+    /// Hashed against for unknown logins, so that timing does not tell which logins exist.
+    private static let decoy = PasswordHash(
+        iterations: PasswordHash.defaultIterations, salt: [UInt8](repeating: 0, count: 16), hash: [UInt8](repeating: 0, count: 32))
+
+    public var fileText: String {
+        "# SimpleTunnel users: LOGIN:HASH, written by `tunnel-server passwd`.\n"
+            + users.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)\n" }.joined()
+    }
+
+    /// Writes the file whole, then renames it into place, readable by its owner only.
+    public func write(to path: String) throws(UserDatabaseError) {
+        let temporary = path + ".tmp-\(getpid())"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(fileText.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw .unwritable(path: path, reason: "cannot create \(temporary)")
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .unwritable(path: path, reason: reason)
+        }
+    }
+}
+
+public enum UserDatabaseError: Error, Hashable, CustomStringConvertible {
+    case unreadable(path: String, reason: String)
+    case unwritable(path: String, reason: String)
+    case malformedLine(path: String, line: Int, reason: String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let reason): return "cannot read the users file \(path): \(reason)"
+        case .unwritable(let path, let reason): return "cannot write the users file \(path): \(reason)"
+        case .malformedLine(let path, let line, let reason): return "\(path), line \(line): \(reason)"
+        }
+    }
+}
