@@ -15,13 +15,15 @@ final class RawTunnelPeer: Sendable {
         self.inbox = inbox
     }
 
-    static func connect(port: Int, group: EventLoopGroup) async throws -> RawTunnelPeer {
+    /// - Parameter first: sent from the event loop as soon as the connection is up,
+    ///   so that a busy test thread cannot delay it past the server's first-message timeout.
+    static func connect(port: Int, group: EventLoopGroup, sending first: TunnelMessage? = nil) async throws -> RawTunnelPeer {
         let inbox = Inbox()
         let channel = try await ClientBootstrap(group: group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addTunnelMessageCodec()
-                    try channel.pipeline.syncOperations.addHandler(InboxHandler(inbox: inbox))
+                    try channel.pipeline.syncOperations.addHandler(InboxHandler(inbox: inbox, first: first))
                 }
             }
             .connect(host: "127.0.0.1", port: port)
@@ -124,9 +126,21 @@ final class RawTunnelPeer: Sendable {
 
     private final class InboxHandler: ChannelInboundHandler {
         typealias InboundIn = TunnelInboundMessage
+        typealias OutboundOut = TunnelMessage
         let inbox: Inbox
+        let first: TunnelMessage?
 
-        init(inbox: Inbox) { self.inbox = inbox }
+        init(inbox: Inbox, first: TunnelMessage?) {
+            self.inbox = inbox
+            self.first = first
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            if let first {
+                context.writeAndFlush(wrapOutboundOut(first), promise: nil)
+            }
+            context.fireChannelActive()
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             inbox.push(unwrapInboundIn(data))

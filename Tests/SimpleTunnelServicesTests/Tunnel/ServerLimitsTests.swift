@@ -78,23 +78,32 @@ struct ServerLimitsTests {
     }
 
     @Test func udpFlowsExpireWhenIdleNotFromCreation() async throws {
-        let fixture = try await RawServerFixture.start { $0.multiplexerLimits.udpIdleTimeout = .seconds(2) }
-        let echo = try await LoopbackPeers.udpEchoServer(group: fixture.group)
-        let port = echo.localAddress?.port ?? 0
+        let fixture = try await RawServerFixture.start { $0.multiplexerLimits.udpIdleTimeout = .seconds(1) }
+        // A destination that, once it hears from the flow, keeps talking for 3 s (twice the
+        // idle timeout) on its own event loop, then falls silent.
+        let chatter = try await DatagramBootstrap(group: fixture.group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ChattyDatagramHandler(interval: .milliseconds(150), count: 20))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
         let peer = try await fixture.peer()
         try await peer.send(.open(identifier: 8, request: .udp))
         #expect(await peer.next() == .openResult(identifier: 8, result: .success))
-        // Busy for longer than the timeout: stays open.
-        for round in 0..<10 {
-            try await peer.send(.data(identifier: 8, payload: ByteBuffer(string: "ping \(round)"), endpoint: TunnelEndpoint(host: "127.0.0.1", port: port)))
-            let answer = await peer.next()
-            #expect(answer == .data(identifier: 8, payload: ByteBuffer(string: "ping \(round)"), endpoint: TunnelEndpoint(host: "127.0.0.1", port: port)))
-            try await Task.sleep(for: .milliseconds(300))
+        try await peer.send(.data(identifier: 8, payload: ByteBuffer(string: "hello"), endpoint: TunnelEndpoint(host: "127.0.0.1", port: chatter.localAddress?.port ?? 0)))
+        var datagrams = 0
+        var closed = false
+        while let message = await peer.next(timeout: .seconds(10)) {
+            if case .data(8, _, _) = message { datagrams += 1 }
+            if case .close(8, .all) = message { closed = true; break }
         }
-        // Then idle: closed with close(all).
-        #expect(await peer.next(timeout: .seconds(10)) == .close(identifier: 8, direction: .all))
+        // Alive for every datagram of the 3 s, so not expired from creation; closed once idle.
+        #expect(datagrams == 20)
+        #expect(closed)
         await peer.close()
-        try? await echo.close()
+        try? await chatter.close()
         await fixture.stop()
     }
 
@@ -114,5 +123,35 @@ struct ServerLimitsTests {
         frame.writeInteger(UInt32(payload.readableBytes + 4), endianness: .little)
         frame.writeImmutableBuffer(payload)
         return frame
+    }
+}
+
+/// After the first datagram it receives, sends `count` datagrams to its sender, one per `interval`.
+final class ChattyDatagramHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    typealias OutboundOut = AddressedEnvelope<ByteBuffer>
+
+    private let interval: TimeAmount
+    private let count: Int
+    private var started = false
+
+    init(interval: TimeAmount, count: Int) {
+        self.interval = interval
+        self.count = count
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !started else { return }
+        started = true
+        let peer = unwrapInboundIn(data).remoteAddress
+        send(context: context, to: peer, remaining: count)
+    }
+
+    private func send(context: ChannelHandlerContext, to peer: SocketAddress, remaining: Int) {
+        guard remaining > 0 else { return }
+        context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: peer, data: ByteBuffer(string: "tick \(remaining)"))), promise: nil)
+        context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in
+            send(context: context, to: peer, remaining: remaining - 1)
+        }
     }
 }

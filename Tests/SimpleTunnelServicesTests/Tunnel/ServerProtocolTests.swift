@@ -192,8 +192,7 @@ struct ServerProtocolTests {
     @Test func badInputIsAnsweredAsSpecifiedWhileOtherTunnelsKeepWorking() async throws {
         let fixture = try await RawServerFixture.start()
         // Like every client, the bystander speaks first at once (else the first-message timeout ends it).
-        let bystander = try await fixture.peer()
-        try await bystander.send(.fetchConfiguration(identifier: 0))
+        let bystander = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group, sending: .fetchConfiguration(identifier: 0))
         #expect(await bystander.next() == .fetchConfiguration(identifier: 0, configuration: [:]))
         let peer = try await fixture.peer()
 
@@ -242,8 +241,7 @@ struct ServerProtocolTests {
         let fixture = try await RawServerFixture.start { $0.firstMessageTimeout = .seconds(1) }
         let silent = try await fixture.peer()
         #expect(await silent.waitForClose(timeout: .seconds(5)))
-        let talker = try await fixture.peer()
-        try await talker.send(.fetchConfiguration(identifier: 0))
+        let talker = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group, sending: .fetchConfiguration(identifier: 0))
         #expect(await talker.next() != nil)
         try await Task.sleep(for: .milliseconds(1500))
         try await talker.send(.fetchConfiguration(identifier: 0))
