@@ -45,11 +45,27 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("password-file"), help: "File whose first line is the password (else $SIMPLETUNNEL_PASSWORD).")
     var passwordFile: String?
 
+    @Option(help: "Seconds between keepalive probes; a server that misses 3 in a row is dead. 0 turns them off.")
+    var keepalive: Double = 15
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default notice.")
     var logLevel: Logger.Level = .notice
 
     func validate() throws {
+        guard keepalive >= 0, keepalive.isFinite else { throw ValidationError("--keepalive \(keepalive): expected seconds, 0 for off") }
         _ = try launchOptions.connectionSettings()
+    }
+
+    /// The connection settings with the keepalive asked for.
+    func connectionSettings() throws -> TunnelClientConnection.Settings {
+        var settings = try launchOptions.connectionSettings()
+        if keepalive == 0 {
+            settings.liveness.probeInterval = nil
+        } else {
+            settings.liveness.probeInterval = .nanoseconds(Int64(keepalive * 1e9))
+            settings.liveness.probeTimeout = .nanoseconds(Int64(keepalive * 3e9))
+        }
+        return settings
     }
 
     var launchOptions: TunnelClientLaunchOptions {
@@ -81,7 +97,7 @@ struct ConnectionOptions: ParsableArguments {
     func run(_ startListeners: @escaping TunnelClientService.Listeners) async throws {
         let logger = makeLogger()
         let service = TunnelClientService(
-            settings: try launchOptions.connectionSettings(), group: MultiThreadedEventLoopGroup.singleton,
+            settings: try connectionSettings(), group: MultiThreadedEventLoopGroup.singleton,
             logger: logger, startListeners: startListeners
         )
         let group = ServiceGroup(
@@ -212,7 +228,7 @@ struct Config: AsyncParsableCommand {
         let logger = connection.makeLogger()
         do {
             let tunnel = try await TunnelClientConnection.connect(
-                settings: try connection.launchOptions.connectionSettings(), group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+                settings: try connection.connectionSettings(), group: MultiThreadedEventLoopGroup.singleton, logger: logger)
             print(PropertyListValue.dictionary(tunnel.serverConfiguration).jsonText())
             await tunnel.close()
         } catch {

@@ -81,6 +81,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("udp-idle-timeout"), help: "Seconds after which an idle UDP flow closes. Default 60.")
     var udpIdleTimeout: Double?
 
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a tunnel may stay silent before it is closed; 0 for never. Default 900.")
+    var idleTimeout: Double?
+
     @Option(help: "TUN device for the IP layer (a name, or a pattern like stun%d). Default stun%d.")
     var tun = "stun%d"
 
@@ -138,6 +141,7 @@ struct Serve: AsyncParsableCommand {
         options.connectTimeout = connectTimeout
         options.udpIdleTimeout = udpIdleTimeout
         options.usersPath = users
+        options.idleTimeout = idleTimeout
 
         let launch: TunnelServerLaunch
         do {

@@ -18,6 +18,8 @@ public final class TunnelClientConnection: Sendable {
         public var serverName: String?
         public var limits = TunnelMultiplexer.Limits()
         public var connectTimeout: TimeAmount = .seconds(10)
+        /// Keepalive probes that find a dead server (and measure the round trip).
+        public var liveness = LivenessMonitor.Policy.client
         /// Login and password for servers that require them (PROTOCOL.md B2).
         public var credentials: (login: String, password: String)?
 
@@ -48,19 +50,19 @@ public final class TunnelClientConnection: Sendable {
         let loginPromise = eventLoop.makePromise(of: TunnelConnectionOpenResult.self)
         let channel = try await ClientBootstrap(group: eventLoop)
             .connectTimeout(settings.connectTimeout)
-            .channelOption(.socketOption(.so_keepalive), value: 1)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 16 * 1024, maximum: 256 * 1024))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try TCPKeepalive.apply(to: channel)
                     let pipeline = channel.pipeline.syncOperations
                     if let tls = settings.tls {
                         try pipeline.addHandler(TLSHandler(context: tls, serverName: settings.serverName ?? settings.host, logger: logger))
                     }
                     try pipeline.addTunnelMessageCodec()
                     try pipeline.addHandler(
-                        TunnelChannelHandler(role: { .client }, limits: settings.limits, logger: logger) { multiplexer in
+                        TunnelChannelHandler(role: { .client }, limits: settings.limits, liveness: settings.liveness, logger: logger) { multiplexer in
                             // The first message goes from the event loop at once (queued until
                             // TLS is up), so a busy caller can never let the server's
                             // first-message timeout run out (PROTOCOL.md B5).

@@ -13,6 +13,8 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     private let makeRole: () -> TunnelMultiplexer.Role
     private let limits: TunnelMultiplexer.Limits
     private let firstMessageTimeout: TimeAmount?
+    private var liveness: LivenessMonitor
+    private var livenessCheck: Scheduled<Void>?
     private var logger: Logger
     private var context: ChannelHandlerContext?
     private var firstMessageTimer: Scheduled<Void>?
@@ -23,6 +25,9 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     /// The tunnel's multiplexer; exists once the handler is in a pipeline.
     public private(set) var multiplexer: TunnelMultiplexer?
 
+    /// The last keepalive probe's round trip (client side).
+    public var roundTrip: TimeAmount? { liveness.roundTrip }
+
     /// - Parameters:
     ///   - firstMessageTimeout: how long a peer may take to send its first
     ///     message (server side; PROTOCOL.md B5), counted from when the handler is added.
@@ -31,12 +36,14 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         role: @escaping () -> TunnelMultiplexer.Role,
         limits: TunnelMultiplexer.Limits = .init(),
         firstMessageTimeout: TimeAmount? = nil,
+        liveness: LivenessMonitor.Policy = .init(),
         logger: Logger,
         onActive: ((TunnelMultiplexer) -> Void)? = nil
     ) {
         self.makeRole = role
         self.limits = limits
         self.firstMessageTimeout = firstMessageTimeout
+        self.liveness = LivenessMonitor(policy: liveness, now: .now())
         self.logger = logger
         self.onActive = onActive
     }
@@ -70,6 +77,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
 
     public func handlerRemoved(context: ChannelHandlerContext) {
         firstMessageTimer?.cancel()
+        livenessCheck?.cancel()
         multiplexer?.tunnelClosed()
         self.context = nil
     }
@@ -80,9 +88,35 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     private func becameActive() {
+        scheduleLivenessCheck()
         guard let multiplexer, let onActive else { return }
         self.onActive = nil
         onActive(multiplexer)
+    }
+
+    private func scheduleLivenessCheck() {
+        guard livenessCheck == nil, let interval = liveness.policy.checkInterval, let context else { return }
+        livenessCheck = context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [weak self] in
+            self?.checkLiveness()
+        }
+    }
+
+    private func checkLiveness() {
+        livenessCheck = nil
+        switch liveness.tick(at: .now()) {
+        case .nothing:
+            break
+        case .sendProbe:
+            multiplexer?.fetchConfiguration { [weak self] result in
+                if case .success = result {
+                    self?.liveness.probeAnswered(at: .now())
+                }
+            }
+        case .peerDead(let reason):
+            closeTunnel(reason: reason)
+            return
+        }
+        scheduleLivenessCheck()
     }
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -110,6 +144,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        liveness.heard(at: .now())
         if !receivedAny {
             receivedAny = true
             firstMessageTimer?.cancel()
@@ -130,6 +165,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
 
     public func channelInactive(context: ChannelHandlerContext) {
         firstMessageTimer?.cancel()
+        livenessCheck?.cancel()
         if let multiplexer {
             let statistics = multiplexer.currentStatistics
             multiplexer.tunnelClosed()

@@ -16,6 +16,8 @@ public final class TunnelServer: Sendable {
         public var maximumTunnels = 256
         /// Time a client has to finish TLS and send its first message.
         public var firstMessageTimeout: TimeAmount = .seconds(10)
+        /// A tunnel silent for this long is closed (our clients probe every 15 s).
+        public var liveness = LivenessMonitor.Policy.server
         public var opener = ServerFlowOpener.Settings()
         /// The configuration `fetchConfiguration` answers with (PROTOCOL.md A5).
         public var clientConfiguration: [String: PropertyListValue] = [:]
@@ -58,7 +60,6 @@ public final class TunnelServer: Sendable {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: LocalListener.backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
             .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 16 * 1024, maximum: 256 * 1024))
@@ -95,6 +96,7 @@ public final class TunnelServer: Sendable {
         channel.closeFuture.whenComplete { _ in
             _ = tunnels.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) }
         }
+        try TCPKeepalive.apply(to: channel)
         let pipeline = channel.pipeline.syncOperations
         if let tls = settings.tls {
             try pipeline.addHandler(TLSHandler(context: tls, logger: logger))
@@ -116,6 +118,7 @@ public final class TunnelServer: Sendable {
                 },
                 limits: settings.multiplexerLimits,
                 firstMessageTimeout: settings.firstMessageTimeout,
+                liveness: settings.liveness,
                 logger: logger
             )
         )

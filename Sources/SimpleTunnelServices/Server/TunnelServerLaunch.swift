@@ -20,6 +20,8 @@ public struct TunnelServerLaunchOptions: Sendable {
     public var udpIdleTimeout: Double?
     /// A users file: tunnels must log in (PROTOCOL.md B2).
     public var usersPath: String?
+    /// Seconds a tunnel may stay silent before it is closed; 0 = forever.
+    public var idleTimeout: Double?
 
     public init() {}
 
@@ -75,6 +77,10 @@ public struct TunnelServerLaunch: Sendable {
         settings.firstMessageTimeout = try seconds(options.firstMessageTimeout, orElse: limits.firstMessageTimeout, "--first-message-timeout")
         settings.opener.connectTimeout = try seconds(options.connectTimeout, orElse: limits.connectTimeout, "--connect-timeout")
         settings.multiplexerLimits.udpIdleTimeout = try seconds(options.udpIdleTimeout, orElse: limits.udpIdleTimeout, "--udp-idle-timeout")
+        if let idle = options.idleTimeout {
+            guard idle >= 0, idle.isFinite else { throw TunnelServerLaunchError.invalidOption("--idle-timeout \(idle): expected seconds, 0 for never") }
+            settings.liveness.idleTimeout = idle == 0 ? nil : .nanoseconds(Int64(idle * 1e9))
+        }
         settings.opener.authorizer = server.policy
         settings.clientConfiguration = configuration.configurationForFetch()
         settings.dns = DNSForwarder(resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)))

@@ -1,0 +1,78 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+@testable import SimpleTunnelServices
+
+@Suite("Dead-peer detection")
+struct LivenessTests {
+    @Test func aClientProbesAndMeasuresTheRoundTripAndGivesUpOnSilence() {
+        let policy = LivenessMonitor.Policy(probeInterval: .seconds(15), probeTimeout: .seconds(45))
+        let start = NIODeadline.now()
+        var monitor = LivenessMonitor(policy: policy, now: start)
+        #expect(monitor.tick(at: start + .seconds(14)) == .nothing)
+        #expect(monitor.tick(at: start + .seconds(15)) == .sendProbe)
+        #expect(monitor.tick(at: start + .seconds(20)) == .nothing, "one probe at a time")
+        monitor.probeAnswered(at: start + .milliseconds(15_250))
+        #expect(monitor.roundTrip == .milliseconds(250))
+        #expect(monitor.tick(at: start + .seconds(30)) == .sendProbe)
+        guard case .peerDead = monitor.tick(at: start + .seconds(76)) else {
+            Issue.record("an unanswered probe must declare the peer dead")
+            return
+        }
+    }
+
+    @Test func aServerClosesATunnelSilentForItsIdleTimeout() {
+        let start = NIODeadline.now()
+        var monitor = LivenessMonitor(policy: .init(idleTimeout: .seconds(60)), now: start)
+        monitor.heard(at: start + .seconds(50))
+        #expect(monitor.tick(at: start + .seconds(100)) == .nothing)
+        guard case .peerDead = monitor.tick(at: start + .seconds(111)) else {
+            Issue.record("a silent peer must be dropped")
+            return
+        }
+    }
+
+    @Test func aClientNoticesAServerThatStoppedAnswering() async throws {
+        // A "server" that completes the exchange a client starts with, then never answers again.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let listener = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addTunnelMessageCodec()
+                    try channel.pipeline.syncOperations.addHandler(AnswersOnce())
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        var settings = TunnelClientConnection.Settings(host: "127.0.0.1", port: listener.localAddress?.port ?? 0, tls: nil)
+        settings.liveness = .init(probeInterval: .milliseconds(200), probeTimeout: .milliseconds(600))
+        let client = try await TunnelClientConnection.connect(settings: settings, group: group, logger: TunnelFixture.logger)
+        let started = ContinuousClock.now
+        try await client.closeFuture.get()
+        #expect(ContinuousClock.now - started < .seconds(5))
+        try? await listener.close()
+        try? await group.shutdownGracefully()
+    }
+
+    @Test func aServerDropsASilentTunnel() async throws {
+        let fixture = try await RawServerFixture.start { $0.liveness = .init(idleTimeout: .milliseconds(500)) }
+        let peer = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group, sending: .fetchConfiguration(identifier: 0))
+        #expect(await peer.next() != nil)
+        #expect(await peer.waitForClose(timeout: .seconds(5)))
+        await fixture.stop()
+    }
+}
+
+/// Answers the first fetchConfiguration, ignores everything after.
+private final class AnswersOnce: ChannelInboundHandler {
+    typealias InboundIn = TunnelInboundMessage
+    typealias OutboundOut = TunnelMessage
+    private var answered = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !answered, case .message(.fetchConfiguration) = unwrapInboundIn(data) else { return }
+        answered = true
+        context.writeAndFlush(wrapOutboundOut(.fetchConfiguration(identifier: 0, configuration: [:])), promise: nil)
+    }
+}
