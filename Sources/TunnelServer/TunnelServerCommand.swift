@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import Prometheus
 import NIOPosix
 import ServiceLifecycle
 import SimpleTunnelServices
@@ -81,6 +82,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("udp-idle-timeout"), help: "Seconds after which an idle UDP flow closes. Default 60.")
     var udpIdleTimeout: Double?
 
+    @Option(help: "Serve Prometheus metrics at http://ADDR:PORT/metrics (off by default).")
+    var metrics: String?
+
     @Option(name: .customLong("idle-timeout"), help: "Seconds a tunnel may stay silent before it is closed; 0 for never. Default 900.")
     var idleTimeout: Double?
 
@@ -100,6 +104,9 @@ struct Serve: AsyncParsableCommand {
     var logLevel: Logger.Level = .info
 
     func validate() throws {
+        if let metrics {
+            do { _ = try TunnelClientLaunchOptions.parseServer(metrics) } catch { throw ValidationError("--metrics \(metrics): expected ADDR:PORT") }
+        }
         if let tunAddress, IPv4Address(tunAddress) == nil {
             throw ValidationError("--tun-address \(tunAddress): expected an IPv4 address")
         }
@@ -153,14 +160,22 @@ struct Serve: AsyncParsableCommand {
         for warning in launch.warnings {
             logger.warning("\(warning)")
         }
+        var settings = launch.settings
+        var metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)?
+        if let metrics, let endpoint = try? TunnelClientLaunchOptions.parseServer(metrics) {
+            let registry = PrometheusCollectorRegistry()
+            settings.metrics = TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
+            metricsEndpoint = (endpoint, registry)
+        }
         let identity = launch.selfSignedIdentity
         var ipOptions = ServerIPLayerOptions()
         ipOptions.deviceName = tun
         ipOptions.deviceAddress = tunAddress.flatMap { IPv4Address($0) }
         ipOptions.mtu = mtu
         let service = TunnelServerService(
-            settings: launch.settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,
-            ipLayer: noIPLayer ? nil : (launch.configuration, ipOptions)
+            settings: settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,
+            ipLayer: noIPLayer ? nil : (launch.configuration, ipOptions),
+            metricsEndpoint: metricsEndpoint
         ) { server in
             guard let identity else { return }
             let port = server.localAddress.port ?? 0

@@ -14,6 +14,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     private let limits: TunnelMultiplexer.Limits
     private let firstMessageTimeout: TimeAmount?
     private var liveness: LivenessMonitor
+    private let metrics: TunnelServerMetrics?
     private var livenessCheck: Scheduled<Void>?
     private var logger: Logger
     private var context: ChannelHandlerContext?
@@ -37,6 +38,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         limits: TunnelMultiplexer.Limits = .init(),
         firstMessageTimeout: TimeAmount? = nil,
         liveness: LivenessMonitor.Policy = .init(),
+        metrics: TunnelServerMetrics? = nil,
         logger: Logger,
         onActive: ((TunnelMultiplexer) -> Void)? = nil
     ) {
@@ -44,6 +46,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         self.limits = limits
         self.firstMessageTimeout = firstMessageTimeout
         self.liveness = LivenessMonitor(policy: liveness, now: .now())
+        self.metrics = metrics
         self.logger = logger
         self.onActive = onActive
     }
@@ -64,7 +67,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
 
     public func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        multiplexer = TunnelMultiplexer(role: makeRole(), output: self, eventLoop: context.eventLoop, limits: limits, logger: logger)
+        multiplexer = TunnelMultiplexer(role: makeRole(), output: self, eventLoop: context.eventLoop, limits: limits, metrics: metrics, logger: logger)
         if let firstMessageTimeout {
             firstMessageTimer = context.eventLoop.assumeIsolated().scheduleTask(in: firstMessageTimeout) { [weak self] in
                 self?.closeTunnel(reason: "no message within \(firstMessageTimeout) of connecting")

@@ -21,6 +21,7 @@ extension TunnelMultiplexer: FlowEventSink {
         guard var flow = flows[identifier], flow.isOpen, flow.kind == .ip, !packets.isEmpty else { return }
         guard flow.queue.bufferedBytes < limits.flowQueueHighWatermark else {
             statistics.packetsDropped += UInt64(packets.count)
+            metrics?.droppedPackets(.congested, count: packets.count)
             return
         }
         flow.lastActivity = .now()

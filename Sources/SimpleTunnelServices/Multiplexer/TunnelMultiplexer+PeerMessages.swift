@@ -13,6 +13,7 @@ extension TunnelMultiplexer {
             case .openFailure(let identifier):
                 logger.notice("refusing malformed open", metadata: ["flow": "\(identifier)", "reason": "\(error)"])
                 if case .server = role {
+                    metrics?.openResult(.invalidParameter)
                     sendControl(.openResult(identifier: identifier, result: .invalidParameter))
                 }
             case .drop:
@@ -69,7 +70,9 @@ extension TunnelMultiplexer {
             guard let flow = flows[identifier], flow.kind == .ip, flow.isOpen, let endpoint = flow.endpoint else {
                 return dropUnexpected(message)
             }
-            statistics.bytesFromPeer += UInt64(packets.reduce(0) { $0 + $1.bytes.readableBytes })
+            let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
+            statistics.bytesFromPeer += UInt64(bytes)
+            metrics?.bytesFromClients.increment(by: bytes)
             endpoint.writePackets(packets)
             markForFlush(identifier)
         case (.open, .client), (.openResult, .server), (.authenticate, .client), (.authenticateResult, .server),
@@ -97,6 +100,7 @@ extension TunnelMultiplexer {
         }
         flows[identifier] = flow
         statistics.bytesFromPeer += UInt64(payload.readableBytes)
+        metrics?.bytesFromClients.increment(by: payload.readableBytes)
         switch verdict {
         case .deliver:
             flow.endpoint?.write(payload, to: destination)
@@ -150,6 +154,7 @@ extension TunnelMultiplexer {
         var metadata: Logger.Metadata = ["flow": "\(identifier)", "request": "\(request)"]
         guard flows[identifier] == nil else {
             logger.notice("refusing open of an identifier in use", metadata: metadata)
+            metrics?.openResult(.invalidParameter)
             sendControl(.openResult(identifier: identifier, result: .invalidParameter))
             return
         }
@@ -159,6 +164,7 @@ extension TunnelMultiplexer {
         {
             metadata["reason"] = "flow limit reached"
             logger.notice("refusing open", metadata: metadata)
+            metrics?.openResult(.refused)
             sendControl(.openResult(identifier: identifier, result: .refused))
             return
         }
@@ -184,6 +190,8 @@ extension TunnelMultiplexer {
             flow.endpoint = opened.endpoint
             flows[identifier] = flow
             statistics.flowsOpened += 1
+            metrics?.flowOpened(flow.kind)
+            metrics?.openResult(.success)
             logger.info("flow opened", metadata: metadata)
             sendControl(.openResult(identifier: identifier, result: .success, configuration: opened.configuration))
             for data in early {
@@ -204,6 +212,7 @@ extension TunnelMultiplexer {
             metadata["result"] = "\(failure.result)"
             metadata["reason"] = "\(failure.reason)"
             logger.notice("open failed", metadata: metadata)
+            metrics?.openResult(failure.result)
             if case .opening = flow.phase {
                 sendControl(.openResult(identifier: identifier, result: failure.result))
             }

@@ -48,6 +48,8 @@ public final class TunnelMultiplexer {
 
     let role: Role
     let limits: Limits
+    /// The server's counters; nil on a client.
+    let metrics: TunnelServerMetrics?
     let eventLoop: EventLoop
     var logger: Logger
     unowned let output: TunnelOutput
@@ -76,8 +78,9 @@ public final class TunnelMultiplexer {
     var configurationRequests = CircularBuffer<(Result<[String: PropertyListValue], TunnelClosedError>) -> Void>()
     var authenticationRequests = CircularBuffer<(Result<TunnelConnectionOpenResult, TunnelClosedError>) -> Void>()
 
-    public init(role: Role, output: TunnelOutput, eventLoop: EventLoop, limits: Limits = Limits(), logger: Logger) {
+    public init(role: Role, output: TunnelOutput, eventLoop: EventLoop, limits: Limits = Limits(), metrics: TunnelServerMetrics? = nil, logger: Logger) {
         self.role = role
+        self.metrics = metrics
         self.output = output
         self.eventLoop = eventLoop
         self.limits = limits
@@ -122,6 +125,9 @@ public final class TunnelMultiplexer {
         udpExpiryTask?.cancel()
         udpExpiryTask = nil
         let endpoints = flows.values.compactMap(\.endpoint)
+        for flow in flows.values where flow.isOpen {
+            metrics?.flowClosed(flow.kind)
+        }
         flows.removeAll()
         control.removeAll()
         ready.removeAll()
@@ -197,11 +203,13 @@ public final class TunnelMultiplexer {
             case .data(let data, let source):
                 sent += data.readableBytes
                 statistics.bytesToPeer += UInt64(data.readableBytes)
+                metrics?.bytesToClients.increment(by: data.readableBytes)
                 output.write(.data(identifier: identifier, payload: data, endpoint: source))
             case .packets(let packets):
                 let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
                 sent += bytes
                 statistics.bytesToPeer += UInt64(bytes)
+                metrics?.bytesToClients.increment(by: bytes)
                 output.write(.packets(identifier: identifier, packets: packets))
             case .close(let direction):
                 output.write(.close(identifier: identifier, direction: direction))
@@ -248,6 +256,9 @@ public final class TunnelMultiplexer {
     func forget(_ identifier: TunnelConnectionIdentifier) {
         guard let flow = flows.removeValue(forKey: identifier) else { return }
         bytesPastSuspend -= flow.bytesSinceSuspend
+        if flow.isOpen {
+            metrics?.flowClosed(flow.kind)
+        }
         statistics.flowsClosed += 1
         flow.endpoint?.close()
         logger.debug("flow closed", metadata: ["flow": "\(identifier)"])

@@ -22,6 +22,8 @@ public final class TunnelServer: Sendable {
         /// The configuration `fetchConfiguration` answers with (PROTOCOL.md A5).
         public var clientConfiguration: [String: PropertyListValue] = [:]
         public var dns = DNSForwarder(resolver: nil)
+        /// Counters for `--metrics`; nil records nothing.
+        public var metrics: TunnelServerMetrics?
         /// Set: every tunnel must log in first (PROTOCOL.md B2).
         public var authentication: Authentication?
 
@@ -93,8 +95,11 @@ public final class TunnelServer: Sendable {
             channel.close(promise: nil)
             return
         }
+        settings.metrics?.tunnels.increment()
+        settings.metrics?.tunnelsOpened.increment()
         channel.closeFuture.whenComplete { _ in
             _ = tunnels.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+            settings.metrics?.tunnels.decrement()
         }
         try TCPKeepalive.apply(to: channel)
         let pipeline = channel.pipeline.syncOperations
@@ -105,7 +110,8 @@ public final class TunnelServer: Sendable {
         if let authentication = settings.authentication {
             let source = channel.remoteAddress?.ipAddress ?? "unknown"
             try pipeline.addHandler(
-                TunnelAuthenticationGate(users: authentication.users, limiter: authentication.limiter, source: source, logger: logger))
+                TunnelAuthenticationGate(
+                    users: authentication.users, limiter: authentication.limiter, source: source, metrics: settings.metrics, logger: logger))
         }
         let eventLoop = channel.eventLoop
         try pipeline.addHandler(
@@ -119,6 +125,7 @@ public final class TunnelServer: Sendable {
                 limits: settings.multiplexerLimits,
                 firstMessageTimeout: settings.firstMessageTimeout,
                 liveness: settings.liveness,
+                metrics: settings.metrics,
                 logger: logger
             )
         )

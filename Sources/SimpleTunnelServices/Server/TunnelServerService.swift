@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import Prometheus
 import ServiceLifecycle
 
 /// Runs a `TunnelServer` in a `ServiceGroup`: binds, serves until graceful
@@ -12,6 +13,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
     private let logger: Logger
     private let onListening: @Sendable (TunnelServer) -> Void
     private let ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)?
+    private let metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)?
 
     /// With `ipLayer`, the server brings up its TUN device first; when it
     /// cannot (not root, no /dev/net/tun), the IP layer is off, said in the
@@ -21,8 +23,10 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         group: EventLoopGroup,
         logger: Logger,
         ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)? = nil,
+        metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)? = nil,
         onListening: @escaping @Sendable (TunnelServer) -> Void = { _ in }
     ) {
+        self.metricsEndpoint = metricsEndpoint
         self.settings = settings
         self.group = group
         self.logger = logger
@@ -35,13 +39,19 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         var handle: ServerIPLayerHandle?
         if let ipLayer {
             do {
-                handle = try ServerIPLayer.start(configuration: ipLayer.configuration, options: ipLayer.options, eventLoop: group.next(), logger: logger)
+                handle = try ServerIPLayer.start(configuration: ipLayer.configuration, options: ipLayer.options, eventLoop: group.next(), metrics: settings.metrics, logger: logger)
                 settings.opener.ipLayer = handle?.layer
             } catch {
                 logger.warning("IP layer off: \(error); IP tunnels will be refused (result 5)")
             }
         }
         defer { handle?.stop(logger: logger) }
+        var metrics: MetricsEndpoint?
+        if let metricsEndpoint {
+            metrics = try await MetricsEndpoint.start(
+                host: metricsEndpoint.endpoint.host, port: metricsEndpoint.endpoint.port,
+                registry: metricsEndpoint.registry, group: group, logger: logger)
+        }
         let server = try await TunnelServer.start(settings: settings, group: group, logger: logger)
         onListening(server)
         // Serve until asked to stop, or until the listener dies on its own.
@@ -51,5 +61,6 @@ public struct TunnelServerService: Service, CustomStringConvertible {
             Task { await server.shutdown() }
         }
         await server.shutdown()
+        await metrics?.close()
     }
 }

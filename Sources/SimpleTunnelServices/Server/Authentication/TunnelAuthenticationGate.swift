@@ -31,10 +31,15 @@ public final class TunnelAuthenticationGate: ChannelInboundHandler, RemovableCha
     private let limiter: LoginRateLimiter
     private let source: String
     private let threadPool: NIOThreadPool
+    private let metrics: TunnelServerMetrics?
     private var logger: Logger
     private var state = State.awaiting
 
-    public init(users: UserDatabase, limiter: LoginRateLimiter, source: String, threadPool: NIOThreadPool = .singleton, logger: Logger) {
+    public init(
+        users: UserDatabase, limiter: LoginRateLimiter, source: String, threadPool: NIOThreadPool = .singleton,
+        metrics: TunnelServerMetrics? = nil, logger: Logger
+    ) {
+        self.metrics = metrics
         self.users = users
         self.limiter = limiter
         self.source = source
@@ -99,6 +104,7 @@ public final class TunnelAuthenticationGate: ChannelInboundHandler, RemovableCha
 
     private func refuse(context: ChannelHandlerContext, login: String?, reason: String) {
         state = .refused
+        metrics?.authenticationFailures.increment()
         var metadata: Logger.Metadata = ["reason": "\(reason)", "source": "\(source)"]
         if let login { metadata["login"] = "\(login)" }
         logger.notice("login refused", metadata: metadata)

@@ -13,6 +13,7 @@ public final class PacketRouter: @unchecked Sendable {
     private let routes = NIOLockedValueBox<[IPv4Address: Route]>([:])
     private let counterBox = NIOLockedValueBox(Counters())
     private let logger: Logger
+    private let metrics: TunnelServerMetrics?
 
     struct Route {
         let eventLoop: EventLoop
@@ -30,8 +31,9 @@ public final class PacketRouter: @unchecked Sendable {
         public var packetsFromDevice: UInt64 = 0
     }
 
-    public init(device: PacketFlow, logger: Logger) {
+    public init(device: PacketFlow, metrics: TunnelServerMetrics? = nil, logger: Logger) {
         self.device = device
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -82,6 +84,8 @@ public final class PacketRouter: @unchecked Sendable {
             $0.nonIPv4Dropped += notIPv4
             $0.packetsToDevice += UInt64(allowed.count)
         }
+        metrics?.droppedPackets(.spoofed, count: Int(spoofed))
+        metrics?.droppedPackets(.notIPv4, count: Int(notIPv4))
         if spoofed > 0 {
             logger.notice("dropped packets whose source is not the lease", metadata: ["lease": "\(lease)", "count": "\(spoofed)"])
         }
@@ -101,6 +105,7 @@ public final class PacketRouter: @unchecked Sendable {
             }
             batches[destination, default: []].append(TunnelPacket(bytes: packet, protocolNumber: TunnelPacket.ProtocolNumber.ipv4))
         }
+        metrics?.droppedPackets(.unroutable, count: Int(unroutable))
         counterBox.withLockedValue {
             $0.unroutableDropped += unroutable
             $0.packetsFromDevice += UInt64(packets.count) - unroutable

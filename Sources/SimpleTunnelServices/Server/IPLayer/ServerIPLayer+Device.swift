@@ -43,6 +43,7 @@ extension ServerIPLayer {
         configuration: TunnelServerConfiguration,
         options: ServerIPLayerOptions,
         eventLoop: EventLoop,
+        metrics: TunnelServerMetrics? = nil,
         logger: Logger
     ) throws -> ServerIPLayerHandle {
         let pool = configuration.pool
@@ -65,9 +66,9 @@ extension ServerIPLayer {
             device.close()
             throw error
         }
-        let router = PacketRouter(device: device, logger: logger)
+        let router = PacketRouter(device: device, metrics: metrics, logger: logger)
         router.start(on: eventLoop)
-        let layer = ServerIPLayer(pool: AddressPool(range: pool), router: router, configuration: configuration)
+        let layer = ServerIPLayer(pool: AddressPool(range: pool), router: router, configuration: configuration, metrics: metrics)
         logger.notice(
             "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound), MTU \(options.mtu)"
         )

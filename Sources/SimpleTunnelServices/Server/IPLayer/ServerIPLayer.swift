@@ -7,11 +7,13 @@ public final class ServerIPLayer: Sendable {
     public let pool: AddressPool
     public let router: PacketRouter
     private let configuration: TunnelServerConfiguration
+    let metrics: TunnelServerMetrics?
 
-    public init(pool: AddressPool, router: PacketRouter, configuration: TunnelServerConfiguration) {
+    public init(pool: AddressPool, router: PacketRouter, configuration: TunnelServerConfiguration, metrics: TunnelServerMetrics? = nil) {
         self.pool = pool
         self.router = router
         self.configuration = configuration
+        self.metrics = metrics
     }
 
     /// Leases an address for an IP flow and attaches it to the router; result 3 when the pool is exhausted.
@@ -19,6 +21,7 @@ public final class ServerIPLayer: Sendable {
         guard let lease = pool.lease() else {
             return .failure(FlowOpenFailure(.refused, "the address pool \(pool.range.lowerBound)-\(pool.range.upperBound) is exhausted"))
         }
+        metrics?.leases.increment()
         let endpoint = ServerIPFlowEndpoint(identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop)
         return .success(OpenedFlow(endpoint: endpoint, configuration: configuration.configuration(forLease: lease)))
     }
@@ -58,6 +61,7 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
         attached = false
         layer.router.detach(lease)
         layer.pool.release(lease)
+        layer.metrics?.leases.decrement()
     }
 
     // An IP flow carries packets only.

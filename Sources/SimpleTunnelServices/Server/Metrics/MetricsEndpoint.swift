@@ -1,0 +1,87 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Prometheus
+
+/// A Prometheus text endpoint on its own address (`--metrics ADDR:PORT`):
+/// `GET /metrics` answers with the registry's current values; anything else is 404.
+public final class MetricsEndpoint: Sendable {
+    public let localAddress: SocketAddress
+    private let channel: Channel
+
+    private init(channel: Channel) throws {
+        self.channel = channel
+        guard let address = channel.localAddress else { throw ChannelError.unknownLocalAddress }
+        self.localAddress = address
+    }
+
+    public static func start(host: String, port: Int, registry: PrometheusCollectorRegistry, group: EventLoopGroup, logger: Logger) async throws -> MetricsEndpoint {
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(MetricsRequestHandler(registry: registry))
+                }
+            }
+            .bind(host: host, port: port)
+            .get()
+        let endpoint = try MetricsEndpoint(channel: channel)
+        logger.notice("metrics on http://\(TunnelEndpoint(endpoint.localAddress))/metrics")
+        return endpoint
+    }
+
+    public func close() async {
+        try? await channel.close()
+    }
+}
+
+private final class MetricsRequestHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let registry: PrometheusCollectorRegistry
+    private var request: HTTPRequestHead?
+
+    init(registry: PrometheusCollectorRegistry) {
+        self.registry = registry
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            request = head
+        case .body:
+            break
+        case .end:
+            guard let request else { return }
+            self.request = nil
+            respond(to: request, context: context)
+        }
+    }
+
+    private func respond(to request: HTTPRequestHead, context: ChannelHandlerContext) {
+        let found = request.method == .GET && (request.uri == "/metrics" || request.uri.hasPrefix("/metrics?"))
+        var body = context.channel.allocator.buffer(capacity: 0)
+        if found {
+            body.writeBytes(registry.emitToBuffer())
+        } else {
+            body.writeString("not found: the metrics are at /metrics\n")
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: found ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8")
+        headers.add(name: "Content-Length", value: "\(body.readableBytes)")
+        let head = HTTPResponseHead(version: request.version, status: found ? .ok : .notFound, headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        let keepAlive = request.isKeepAlive
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+            if !keepAlive { context.close(promise: nil) }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,51 @@
+import CoreMetrics
+
+/// What the server counts, through swift-metrics: the executable decides the
+/// backend (Prometheus with `--metrics`); the library only records.
+public struct TunnelServerMetrics: Sendable {
+    let tunnels: Meter
+    let tunnelsOpened: Counter
+    let bytesFromClients: Counter
+    let bytesToClients: Counter
+    let authenticationFailures: Counter
+    let leases: Meter
+    private let flows: [FlowState.Kind: Meter]
+    private let openResults: [TunnelConnectionOpenResult: Counter]
+    private let droppedPackets: [DroppedPacketReason: Counter]
+
+    enum DroppedPacketReason: String, CaseIterable {
+        case spoofed, notIPv4 = "not_ipv4", unroutable, congested
+    }
+
+    public init(factory: MetricsFactory = MetricsSystem.factory) {
+        tunnels = Meter(label: "simpletunnel_tunnels", factory: factory)
+        tunnelsOpened = Counter(label: "simpletunnel_tunnels_total", factory: factory)
+        bytesFromClients = Counter(label: "simpletunnel_bytes_total", dimensions: [("direction", "from_clients")], factory: factory)
+        bytesToClients = Counter(label: "simpletunnel_bytes_total", dimensions: [("direction", "to_clients")], factory: factory)
+        authenticationFailures = Counter(label: "simpletunnel_authentication_failures_total", factory: factory)
+        leases = Meter(label: "simpletunnel_leases", factory: factory)
+        flows = [
+            .tcp: Meter(label: "simpletunnel_flows", dimensions: [("kind", "tcp")], factory: factory),
+            .udp: Meter(label: "simpletunnel_flows", dimensions: [("kind", "udp")], factory: factory),
+            .ip: Meter(label: "simpletunnel_flows", dimensions: [("kind", "ip")], factory: factory),
+        ]
+        var openResults: [TunnelConnectionOpenResult: Counter] = [:]
+        for result in TunnelConnectionOpenResult.allCases {
+            openResults[result] = Counter(label: "simpletunnel_open_results_total", dimensions: [("result", "\(result)")], factory: factory)
+        }
+        self.openResults = openResults
+        var dropped: [DroppedPacketReason: Counter] = [:]
+        for reason in DroppedPacketReason.allCases {
+            dropped[reason] = Counter(label: "simpletunnel_dropped_packets_total", dimensions: [("reason", reason.rawValue)], factory: factory)
+        }
+        self.droppedPackets = dropped
+    }
+
+    func flowOpened(_ kind: FlowState.Kind) { flows[kind]?.increment() }
+    func flowClosed(_ kind: FlowState.Kind) { flows[kind]?.decrement() }
+    func openResult(_ result: TunnelConnectionOpenResult) { openResults[result]?.increment() }
+    func droppedPackets(_ reason: DroppedPacketReason, count: Int) {
+        guard count > 0 else { return }
+        droppedPackets[reason]?.increment(by: count)
+    }
+}

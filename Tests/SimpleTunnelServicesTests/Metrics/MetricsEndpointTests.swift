@@ -1,0 +1,46 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Prometheus
+import Testing
+@testable import SimpleTunnelServices
+
+@Suite("Metrics endpoint")
+struct MetricsEndpointTests {
+    static func scrape(_ url: String) async throws -> (status: Int32, body: String) {
+        let curl = try ExternalProcess(["curl", "-s", "--max-time", "10", "-w", "\n%{http_code}", url])
+        let result = await curl.finish()
+        return (result.status, result.output)
+    }
+
+    static func value(_ metric: String, in body: String) -> Double? {
+        body.split(separator: "\n").first { $0.hasPrefix(metric + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    @Test func countersMoveAsTunnelsFlowsAndLoginsHappen() async throws {
+        let registry = PrometheusCollectorRegistry()
+        let metrics = TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
+        let fixture = try await TunnelFixture.start { $0.metrics = metrics }
+        let endpoint = try await MetricsEndpoint.start(host: "127.0.0.1", port: 0, registry: registry, group: fixture.group, logger: TunnelFixture.logger)
+        let url = "http://127.0.0.1:\(endpoint.localAddress.port ?? 0)/metrics"
+
+        let before = try await Self.scrape(url)
+        #expect(before.body.hasSuffix("200"))
+        #expect(Self.value("simpletunnel_tunnels_total", in: before.body) == 1)
+
+        let forwarder = try await fixture.forward()
+        let payload = LoopbackPeers.payload(100_000)
+        #expect(try await LoopbackPeers.exchange(payload, port: forwarder.localAddress.port ?? 0, group: fixture.group) == payload)
+
+        let after = try await Self.scrape(url)
+        #expect(Self.value("simpletunnel_open_results_total{result=\"success\"}", in: after.body) == 1)
+        #expect((Self.value("simpletunnel_bytes_total{direction=\"from_clients\"}", in: after.body) ?? 0) >= 100_000)
+        #expect((Self.value("simpletunnel_bytes_total{direction=\"to_clients\"}", in: after.body) ?? 0) >= 100_000)
+        #expect(after.body.contains("simpletunnel_tunnels"), "\(after.body)")
+
+        let missing = try await Self.scrape("http://127.0.0.1:\(endpoint.localAddress.port ?? 0)/nothing")
+        #expect(missing.body.hasSuffix("404"))
+        await endpoint.close()
+        await fixture.stop()
+    }
+}
