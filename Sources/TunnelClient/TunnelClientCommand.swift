@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Logging
 import NIOPosix
 import ServiceLifecycle
@@ -9,7 +10,7 @@ struct TunnelClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tunnel-client",
         abstract: "Open a SimpleTunnel tunnel and offer it locally: port forwards, a SOCKS5 proxy, the server's configuration.",
-        subcommands: [Forward.self, Socks.self, IP.self, Config.self]
+        subcommands: [Forward.self, Socks.self, IP.self, Config.self, Status.self, Stop.self]
     )
 }
 
@@ -47,6 +48,9 @@ struct ConnectionOptions: ParsableArguments {
 
     @Option(help: "Seconds between keepalive probes; a server that misses 3 in a row is dead. 0 turns them off.")
     var keepalive: Double = 15
+
+    @Option(help: "Control socket for `tunnel-client status` and `stop`. Default: under $XDG_RUNTIME_DIR.")
+    var control: String?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default notice.")
     var logLevel: Logger.Level = .notice
@@ -98,10 +102,14 @@ struct ConnectionOptions: ParsableArguments {
         let logger = makeLogger()
         let service = TunnelClientService(
             settings: try connectionSettings(), group: MultiThreadedEventLoopGroup.singleton,
-            logger: logger, startListeners: startListeners
+            logger: logger, controlPath: control ?? ControlProtocol.defaultPath(), controlPathIsRequired: control != nil,
+            startListeners: startListeners
         )
+        // `tunnel-client stop` ends the service normally; that ends the program normally too.
         let group = ServiceGroup(
-            configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            configuration: .init(
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
         do {
             try await group.run()
@@ -138,7 +146,7 @@ struct Forward: AsyncParsableCommand {
     func run() async throws {
         let tcp = try self.tcp.map { try ForwardSpecification(parsing: $0) }
         let udp = try self.udp.map { try ForwardSpecification(parsing: $0) }
-        try await connection.run { tunnel in
+        try await connection.run { tunnel, status in
             var closers: [@Sendable () async -> Void] = []
             let logger = Logger(label: "tunnel-client")
             for spec in tcp {
@@ -173,7 +181,7 @@ struct Socks: AsyncParsableCommand {
 
     func run() async throws {
         let listen = try TunnelClientLaunchOptions.parseServer(self.listen)
-        try await connection.run { tunnel in
+        try await connection.run { tunnel, status in
             let proxy = try await SOCKSProxy.start(bindHost: listen.host, bindPort: listen.port, tunnel: tunnel, logger: Logger(label: "tunnel-client"))
             return [{ await proxy.close() }]
         }
@@ -212,8 +220,9 @@ struct IP: AsyncParsableCommand {
         options.applyDNS = dns
         options.mtu = mtu
         let ipOptions = options
-        try await connection.run { tunnel in
+        try await connection.run { tunnel, status in
             let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, logger: Logger(label: "tunnel-client"))
+            status.setLease("\(session.settings.address)/\(session.settings.prefixLength) on \(session.deviceName)")
             return [{ session.stop() }]
         }
     }
@@ -233,6 +242,52 @@ struct Config: AsyncParsableCommand {
             await tunnel.close()
         } catch {
             logger.critical("\(error)")
+            throw ExitCode(1)
+        }
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the running client's state: server, TLS, lease, flows, bytes, uptime, last error.")
+
+    @Option(help: "The running client's control socket. Default: under $XDG_RUNTIME_DIR.")
+    var control: String?
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() async throws {
+        let response = try await ControlRequest.send("status", control: control)
+        guard let status = response.status else { throw ValidationError(response.error ?? "no status in the answer") }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(status), as: UTF8.self))
+        } else {
+            print(status.text)
+        }
+    }
+}
+
+struct Stop: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Stop the running client, as SIGTERM would.")
+
+    @Option(help: "The running client's control socket. Default: under $XDG_RUNTIME_DIR.")
+    var control: String?
+
+    func run() async throws {
+        let response = try await ControlRequest.send("stop", control: control)
+        print(response.ok ? "stopping" : (response.error ?? "refused"))
+    }
+}
+
+enum ControlRequest {
+    static func send(_ type: String, control: String?) async throws -> ControlProtocol.Response {
+        let path = control ?? ControlProtocol.defaultPath()
+        do {
+            return try await ControlClient.request(type, path: path, group: MultiThreadedEventLoopGroup.singleton)
+        } catch {
+            FileHandle.standardError.write(Data("tunnel-client: \(error)\n".utf8))
             throw ExitCode(1)
         }
     }

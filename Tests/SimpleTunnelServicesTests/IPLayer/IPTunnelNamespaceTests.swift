@@ -75,7 +75,7 @@ final class VPNLab {
         let process = try lab.start(in: namespace, [
             BuiltPrograms.tunnelClient, "ip", "--server", "\(serverAddress):4433", "--ca", pki.caFile,
             "--cert", pki.certificatePath("client"), "--key", pki.keyPath("client"), "--server-name", "localhost",
-            "--tun", device, "--log-level", "info",
+            "--tun", device, "--log-level", "info", "--control", directory + "/control-\(device).sock",
         ])
         if expectUp {
             let output = await process.waitForOutput(containing: "IP tunnel up", timeout: 20)

@@ -1,0 +1,116 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOTLS
+
+/// The client's connection state, named as NEVPNStatus names them.
+public enum TunnelClientState: String, Sendable, Codable {
+    case disconnected, connecting, connected, reasserting, disconnecting
+}
+
+/// What `tunnel-client status` shows.
+public struct TunnelClientStatus: Sendable, Codable, Equatable {
+    public var state: TunnelClientState
+    public var server: String
+    public var tlsVersion: String?
+    public var tlsCipher: String?
+    public var lease: String?
+    public var openFlows: Int
+    public var bytesSent: UInt64
+    public var bytesReceived: UInt64
+    public var uptimeSeconds: Double?
+    public var roundTripMilliseconds: Double?
+    public var lastError: String?
+
+    /// The lines people read.
+    public var text: String {
+        var lines = ["state: \(state.rawValue)", "server: \(server)"]
+        if let tlsVersion { lines.append("tls: \(tlsVersion) \(tlsCipher ?? "")") }
+        if let lease { lines.append("lease: \(lease)") }
+        lines.append("open flows: \(openFlows)")
+        lines.append("bytes: \(bytesSent) sent, \(bytesReceived) received")
+        if let uptimeSeconds { lines.append("uptime: \(Int(uptimeSeconds)) s") }
+        if let roundTripMilliseconds { lines.append(String(format: "round trip: %.1f ms", roundTripMilliseconds)) }
+        if let lastError { lines.append("last error: \(lastError)") }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// The running client's state, shared with its control socket.
+public final class TunnelClientStatusBoard: Sendable {
+    private struct Fields {
+        var state = TunnelClientState.disconnected
+        var tunnel: TunnelClientConnection?
+        var connectedAt: NIODeadline?
+        var lease: String?
+        var lastError: String?
+        var stopRequested = false
+    }
+
+    public let server: String
+    private let fields = NIOLockedValueBox(Fields())
+
+    public init(server: String) {
+        self.server = server
+    }
+
+    public var state: TunnelClientState { fields.withLockedValue { $0.state } }
+    public var stopRequested: Bool { fields.withLockedValue { $0.stopRequested } }
+
+    func set(_ state: TunnelClientState) {
+        fields.withLockedValue { $0.state = state }
+    }
+
+    func connected(_ tunnel: TunnelClientConnection) {
+        fields.withLockedValue {
+            $0.state = .connected
+            $0.tunnel = tunnel
+            $0.connectedAt = .now()
+        }
+    }
+
+    public func setLease(_ lease: String?) {
+        fields.withLockedValue { $0.lease = lease }
+    }
+
+    func failed(_ error: Error) {
+        fields.withLockedValue { $0.lastError = String(describing: error) }
+    }
+
+    /// Asks the client to stop, as SIGTERM would.
+    func requestStop() {
+        let tunnel = fields.withLockedValue { fields -> TunnelClientConnection? in
+            fields.stopRequested = true
+            fields.state = .disconnecting
+            return fields.tunnel
+        }
+        tunnel?.channel.close(promise: nil)
+    }
+
+    /// The status now, with live counters from the tunnel's event loop.
+    public func snapshot() async -> TunnelClientStatus {
+        let fields = self.fields.withLockedValue { $0 }
+        var status = TunnelClientStatus(
+            state: fields.state, server: server, lease: fields.lease, openFlows: 0, bytesSent: 0, bytesReceived: 0,
+            lastError: fields.lastError)
+        if let connectedAt = fields.connectedAt, fields.state == .connected {
+            status.uptimeSeconds = Double((NIODeadline.now() - connectedAt).nanoseconds) / 1e9
+        }
+        guard let tunnel = fields.tunnel, fields.state == .connected else { return status }
+        let live = try? await tunnel.eventLoop.submit { () -> (TunnelStatistics, TLSSessionInfo?, TimeAmount?) in
+            let pipeline = tunnel.channel.pipeline.syncOperations
+            let session = (try? pipeline.handler(type: TLSHandler.self))?.sessionInfo
+            let roundTrip = (try? pipeline.handler(type: TunnelChannelHandler.self))?.roundTrip
+            return (tunnel.multiplexer.currentStatistics, session, roundTrip)
+        }.get()
+        if let (statistics, session, roundTrip) = live {
+            status.openFlows = statistics.openFlows
+            status.bytesSent = statistics.bytesToPeer
+            status.bytesReceived = statistics.bytesFromPeer
+            status.tlsVersion = session?.protocolVersion
+            status.tlsCipher = session?.cipher
+            status.roundTripMilliseconds = roundTrip.map { Double($0.nanoseconds) / 1e6 }
+        }
+        return status
+    }
+}
