@@ -117,7 +117,10 @@ extension TunnelMultiplexer {
     }
 
     func markForFlush(_ identifier: TunnelConnectionIdentifier) {
-        endpointsToFlush.append(identifier)
+        // A bulk flow's messages arrive in runs: one flush per run is enough.
+        if endpointsToFlush.last != identifier {
+            endpointsToFlush.append(identifier)
+        }
     }
 
     // MARK: Close
