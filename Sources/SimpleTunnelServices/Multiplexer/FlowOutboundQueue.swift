@@ -53,6 +53,15 @@ struct FlowOutboundQueue {
     /// Packets from the front of the queue, merged across batches, for one
     /// `packets` message of at most `maximumCount` packets and about `maximumBytes`.
     private mutating func popPackets(maximumCount: Int, maximumBytes: Int) -> [TunnelPacket] {
+        // The common case: the first batch fits one message as it is.
+        if case .packets(let batch)? = items.first, batch.count <= maximumCount {
+            let size = batch.reduce(0) { $0 + $1.bytes.readableBytes }
+            if size <= maximumBytes || batch.count == 1 {
+                items.removeFirst()
+                bufferedBytes -= size
+                return batch
+            }
+        }
         var message: [TunnelPacket] = []
         var bytes = 0
         while message.count < maximumCount, case .packets(var batch)? = items.first {

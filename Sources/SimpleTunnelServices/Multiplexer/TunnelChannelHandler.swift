@@ -147,7 +147,6 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        liveness.heard(at: .now())
         if !receivedAny {
             receivedAny = true
             firstMessageTimer?.cancel()
@@ -157,6 +156,8 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     public func channelReadComplete(context: ChannelHandlerContext) {
+        // Once per burst is enough to know the peer is alive.
+        liveness.heard(at: .now())
         multiplexer?.peerReadBurstEnded()
         context.fireChannelReadComplete()
     }

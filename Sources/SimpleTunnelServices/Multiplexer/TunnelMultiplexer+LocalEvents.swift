@@ -7,10 +7,12 @@ extension TunnelMultiplexer: FlowEventSink {
         // the early-data allowance at once (PROTOCOL.md A6); NIO may also read
         // a socket to its end when the application half-closes immediately.
         // Whatever exceeds the allowance waits in the queue for the open.
-        guard var flow = flows[identifier], flow.sending, flow.isOpen || flow.isAwaitingOpenResult else { return }
-        flow.lastActivity = .now()
-        flow.queue.appendData(data, source: source)
-        flows[identifier] = flow
+        guard let index = flows.index(forKey: identifier) else { return }
+        let flow = flows.values[index]
+        guard flow.sending, flow.isOpen || flow.isAwaitingOpenResult else { return }
+        // In place, so the queue is not copied on every read.
+        flows.values[index].lastActivity = .now()
+        flows.values[index].queue.appendData(data, source: source)
         afterQueueChange(identifier)
     }
 
@@ -18,15 +20,16 @@ extension TunnelMultiplexer: FlowEventSink {
     /// behind, packets beyond the flow's high watermark are dropped, as a
     /// congested router would, and TCP inside the tunnel slows down.
     public func flow(_ identifier: TunnelConnectionIdentifier, didReadPackets packets: [TunnelPacket]) {
-        guard var flow = flows[identifier], flow.isOpen, flow.kind == .ip, !packets.isEmpty else { return }
+        guard let index = flows.index(forKey: identifier), !packets.isEmpty else { return }
+        let flow = flows.values[index]
+        guard flow.isOpen, flow.kind == .ip else { return }
         guard flow.queue.bufferedBytes < limits.flowQueueHighWatermark else {
             statistics.packetsDropped += UInt64(packets.count)
             metrics?.droppedPackets(.congested, count: packets.count)
             return
         }
-        flow.lastActivity = .now()
-        flow.queue.appendPackets(packets)
-        flows[identifier] = flow
+        flows.values[index].lastActivity = .now()
+        flows.values[index].queue.appendPackets(packets)
         afterQueueChange(identifier)
     }
 

@@ -110,10 +110,12 @@ public final class TunnelMultiplexer {
 
     /// The end of a burst of messages from the peer: flush what was written locally.
     public func peerReadBurstEnded() {
-        let identifiers = endpointsToFlush
-        endpointsToFlush.removeAll(keepingCapacity: true)
-        for identifier in identifiers {
-            flows[identifier]?.endpoint?.flush()
+        if !endpointsToFlush.isEmpty {
+            var identifiers: [TunnelConnectionIdentifier] = []
+            swap(&identifiers, &endpointsToFlush)
+            for identifier in identifiers {
+                flows[identifier]?.endpoint?.flush()
+            }
         }
         drain()
     }
@@ -191,12 +193,17 @@ public final class TunnelMultiplexer {
 
     /// Sends up to one quantum of a flow's queue; returns whether anything was written.
     private func sendQuantum(of identifier: TunnelConnectionIdentifier) -> Bool {
-        guard var flow = flows[identifier], !flow.peerSuspended else { return false }
-        let budget = min(limits.maximumDataChunk, flow.sendableBytes(limits: limits))
+        guard let index = flows.index(forKey: identifier), !flows.values[index].peerSuspended else { return false }
+        let budget = min(limits.maximumDataChunk, flows.values[index].sendableBytes(limits: limits))
+        let splittable = flows.values[index].kind == .tcp
+        // The queue is taken out while writing (writes may call back into the
+        // multiplexer) and put back after: no copy of it, no overlapping access.
+        var queue = FlowOutboundQueue()
+        swap(&queue, &flows.values[index].queue)
         var sent = 0
         var wrote = false
         while sent < budget, output.isWritable,
-            let item = flow.queue.popFirst(maximumChunk: min(limits.maximumDataChunk, budget - sent), splittable: flow.kind == .tcp)
+            let item = queue.popFirst(maximumChunk: min(limits.maximumDataChunk, budget - sent), splittable: splittable)
         {
             wrote = true
             switch item {
@@ -215,35 +222,37 @@ public final class TunnelMultiplexer {
                 output.write(.close(identifier: identifier, direction: direction))
             }
         }
-        flow.recordSent(sent)
-        flows[identifier] = flow
+        if let index = flows.index(forKey: identifier) {
+            swap(&queue, &flows.values[index].queue)
+            flows.values[index].recordSent(sent)
+        }
         return wrote
     }
 
     /// After a flow's queue changed: reschedule it, update its reading, forget it if done.
     func afterQueueChange(_ identifier: TunnelConnectionIdentifier) {
-        guard var flow = flows[identifier] else { return }
-        flow.updateQueueWatermarks(limits: limits)
+        guard let index = flows.index(forKey: identifier) else { return }
+        flows.values[index].updateQueueWatermarks(limits: limits)
+        let flow = flows.values[index]
         if flow.sendableBytes(limits: limits) > 0, !flow.queue.isEmpty, !flow.isScheduled, !flow.peerSuspended {
-            flow.isScheduled = true
+            flows.values[index].isScheduled = true
             ready.append(identifier)
             scheduleDrain()
         }
-        flows[identifier] = flow
         updateReading(identifier)
         forgetIfFinished(identifier)
     }
 
     /// Tells the flow's endpoint to read or not, as its state now wants.
     func updateReading(_ identifier: TunnelConnectionIdentifier) {
-        guard var flow = flows[identifier], let endpoint = flow.endpoint else { return }
+        guard let index = flows.index(forKey: identifier), let endpoint = flows.values[index].endpoint else { return }
+        let flow = flows.values[index]
         let wanted = flow.wantsReading(tunnelWritable: tunnelWritable, limits: limits)
         if !tunnelWritable, flow.readingEnabled, flow.isOpen {
             pausedForTunnel.append(identifier)
         }
         guard wanted != flow.readingEnabled else { return }
-        flow.readingEnabled = wanted
-        flows[identifier] = flow
+        flows.values[index].readingEnabled = wanted
         endpoint.setReading(wanted)
     }
 
