@@ -69,8 +69,6 @@ public protocol FlowEventSink: AnyObject {
     func flowDidReadEndOfFile(_ identifier: TunnelConnectionIdentifier)
     /// The local socket's write buffer filled up or drained.
     func flow(_ identifier: TunnelConnectionIdentifier, writabilityChanged isWritable: Bool)
-    /// Writing to the local socket failed: the peer-to-local stream is lost.
-    func flowWriteFailed(_ identifier: TunnelConnectionIdentifier)
     /// The local socket is closed entirely.
     func flowDidClose(_ identifier: TunnelConnectionIdentifier)
     /// IP packets read from an IP flow's device, for the peer.

@@ -202,13 +202,6 @@ struct FlowState {
         return true
     }
 
-    /// Writing to the local socket failed: whether to tell the peer `close(read)`.
-    mutating func localWriteFailed() -> Bool {
-        guard receiving else { return false }
-        receiving = false
-        return true
-    }
-
     /// The local socket is gone: whatever still ran ends now. Returns the close
     /// to queue after the data already read, if the peer must hear of it.
     mutating func localClosed() -> TunnelConnectionCloseDirection? {

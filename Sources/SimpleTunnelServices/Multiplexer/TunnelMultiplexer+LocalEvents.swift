@@ -24,7 +24,6 @@ extension TunnelMultiplexer: FlowEventSink {
         let flow = flows.values[index]
         guard flow.isOpen, flow.kind == .ip else { return }
         guard flow.queue.bufferedBytes < limits.flowQueueHighWatermark else {
-            statistics.packetsDropped += UInt64(packets.count)
             metrics?.droppedPackets(.congested, count: packets.count)
             return
         }
@@ -53,12 +52,6 @@ extension TunnelMultiplexer: FlowEventSink {
         default:
             sendControl(.resume(identifier: identifier))
         }
-    }
-
-    public func flowWriteFailed(_ identifier: TunnelConnectionIdentifier) {
-        guard flows[identifier]?.localWriteFailed() == true else { return }
-        sendControl(.close(identifier: identifier, direction: .read))
-        forgetIfFinished(identifier)
     }
 
     public func flowDidClose(_ identifier: TunnelConnectionIdentifier) {

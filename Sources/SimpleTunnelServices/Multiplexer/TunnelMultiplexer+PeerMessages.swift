@@ -17,7 +17,6 @@ extension TunnelMultiplexer {
                     sendControl(.openResult(identifier: identifier, result: .invalidParameter))
                 }
             case .drop:
-                statistics.messagesDropped += 1
                 logger.notice("dropping malformed message", metadata: ["reason": "\(error)"])
             case .ignore:
                 logger.debug("ignoring message", metadata: ["reason": "\(error)"])
@@ -88,7 +87,6 @@ extension TunnelMultiplexer {
             return dropUnknown(.data(identifier: identifier, payload: ByteBuffer(), endpoint: nil))
         }
         if flow.kind == .udp, case .server = role, destination == nil {
-            statistics.messagesDropped += 1
             logger.notice("dropping UDP data without host and port", metadata: ["flow": "\(identifier)"])
             return
         }
@@ -105,10 +103,9 @@ extension TunnelMultiplexer {
         case .deliver:
             flow.endpoint?.write(payload, to: destination)
             markForFlush(identifier)
-        case .keptUntilOpen:
+        case .keptUntilOpen, .drop:
+            // Kept for the open, or harmless after a close.
             break
-        case .drop:
-            statistics.messagesDropped += 1
         case .abusive:
             abort(identifier, reason: flow.isOpen
                 ? "the peer kept sending after suspend (\(flow.bytesSinceSuspend) bytes for this flow, \(bytesPastSuspend) for the tunnel)"
@@ -261,12 +258,10 @@ extension TunnelMultiplexer {
     // MARK: Unexpected
 
     private func dropUnknown(_ message: TunnelMessage) {
-        statistics.messagesDropped += 1
         logger.debug("dropping message for an unknown flow", metadata: ["flow": "\(message.identifier)", "command": "\(message.command)"])
     }
 
     private func dropUnexpected(_ message: TunnelMessage) {
-        statistics.messagesDropped += 1
         logger.notice(
             "dropping message not valid here",
             metadata: ["flow": "\(message.identifier)", "command": "\(message.command)"]

@@ -268,7 +268,6 @@ public final class TunnelMultiplexer {
         if flow.isOpen {
             metrics?.flowClosed(flow.kind)
         }
-        statistics.flowsClosed += 1
         flow.endpoint?.close()
         logger.debug("flow closed", metadata: ["flow": "\(identifier)"])
     }
@@ -303,9 +302,5 @@ public struct TunnelStatistics: Sendable, Hashable {
     public var bytesFromPeer: UInt64 = 0
     public var bytesToPeer: UInt64 = 0
     public var flowsOpened: UInt64 = 0
-    public var flowsClosed: UInt64 = 0
     public var openFlows = 0
-    public var messagesDropped: UInt64 = 0
-    /// IP packets from the device dropped because the tunnel fell behind.
-    public var packetsDropped: UInt64 = 0
 }

@@ -132,11 +132,6 @@ public final class TunnelServer: Sendable {
         logger.info("tunnel connected")
     }
 
-    /// Tunnels being served now.
-    public var tunnelCount: Int {
-        tunnels.withLockedValue { $0.count }
-    }
-
     /// Stops accepting, then closes every tunnel (TLS sends close_notify) and waits for them.
     public func shutdown() async {
         let first = shuttingDown.withLockedValue { done in

@@ -81,8 +81,6 @@ final class TLSEngine {
         }
     }
 
-    var isReleased: Bool { ssl == nil }
-
     // MARK: Ciphertext in and out
 
     func receiveCiphertext(_ buffer: ByteBuffer) {

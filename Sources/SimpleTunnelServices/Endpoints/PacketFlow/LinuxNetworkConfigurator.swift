@@ -75,14 +75,6 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
         }
     }
 
-    /// Deletes a route; undo adds it back.
-    public func deleteRoute(_ destination: IPv4Network, via gateway: IPv4Address? = nil, device: String? = nil) throws(NetworkConfigurationError) {
-        let target = try Self.routeTarget(destination, via: gateway, device: device)
-        try locked { () throws(NetworkConfigurationError) in
-            try apply(ip(["route", "del"] + target), undo: ip(["route", "add"] + target))
-        }
-    }
-
     /// How packets to `host` leave now (`ip route get`). Changes nothing.
     public func route(to host: IPv4Address) throws(NetworkConfigurationError) -> IPv4RouteLookup {
         let command = ip(["-j", "route", "get", host.description])

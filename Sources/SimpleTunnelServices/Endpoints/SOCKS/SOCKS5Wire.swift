@@ -19,8 +19,6 @@ enum SOCKS5Wire {
         static let ipv6: UInt8 = 0x04
     }
 
-    /// VER NMETHODS and up to 255 methods.
-    static let maximumGreetingLength = 2 + 255
     /// VER CMD RSV ATYP, a 255-byte name with its length byte, and the port.
     static let maximumRequestLength = 4 + 1 + 255 + 2
 }

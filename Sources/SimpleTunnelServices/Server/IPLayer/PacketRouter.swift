@@ -25,10 +25,6 @@ public final class PacketRouter: @unchecked Sendable {
         public var spoofedDropped: UInt64 = 0
         /// Packets from a client that are not IPv4 (the pool is IPv4 only).
         public var nonIPv4Dropped: UInt64 = 0
-        /// Packets from the device for an address no tunnel holds.
-        public var unroutableDropped: UInt64 = 0
-        public var packetsToDevice: UInt64 = 0
-        public var packetsFromDevice: UInt64 = 0
     }
 
     public init(device: PacketFlow, metrics: TunnelServerMetrics? = nil, logger: Logger) {
@@ -37,7 +33,6 @@ public final class PacketRouter: @unchecked Sendable {
         self.logger = logger
     }
 
-    public var deviceName: String { device.name }
     public var counters: Counters { counterBox.withLockedValue { $0 } }
 
     /// Starts reading the device; batches are sorted out on `eventLoop`.
@@ -82,7 +77,6 @@ public final class PacketRouter: @unchecked Sendable {
         counterBox.withLockedValue {
             $0.spoofedDropped += spoofed
             $0.nonIPv4Dropped += notIPv4
-            $0.packetsToDevice += UInt64(allowed.count)
         }
         metrics?.droppedPackets(.spoofed, count: Int(spoofed))
         metrics?.droppedPackets(.notIPv4, count: Int(notIPv4))
@@ -106,10 +100,6 @@ public final class PacketRouter: @unchecked Sendable {
             batches[destination, default: []].append(TunnelPacket(bytes: packet, protocolNumber: TunnelPacket.ProtocolNumber.ipv4))
         }
         metrics?.droppedPackets(.unroutable, count: Int(unroutable))
-        counterBox.withLockedValue {
-            $0.unroutableDropped += unroutable
-            $0.packetsFromDevice += UInt64(packets.count) - unroutable
-        }
         for (destination, batch) in batches {
             guard let route = table[destination] else { continue }
             route.eventLoop.execute { route.deliver(batch) }

@@ -15,12 +15,10 @@ public struct ServerIPLayerOptions: Sendable {
 /// A running IP layer and what must be undone when it stops.
 public final class ServerIPLayerHandle: Sendable {
     public let layer: ServerIPLayer
-    private let device: TUNDevice
     private let network: LinuxNetworkConfigurator
 
-    init(layer: ServerIPLayer, device: TUNDevice, network: LinuxNetworkConfigurator) {
+    init(layer: ServerIPLayer, network: LinuxNetworkConfigurator) {
         self.layer = layer
-        self.device = device
         self.network = network
     }
 
@@ -72,7 +70,7 @@ extension ServerIPLayer {
         logger.notice(
             "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound), MTU \(options.mtu)"
         )
-        return ServerIPLayerHandle(layer: layer, device: device, network: network)
+        return ServerIPLayerHandle(layer: layer, network: network)
     }
 
     /// The address just below the pool, unless that is a network address (x.x.x.0).
