@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import SimpleTunnelServices
@@ -66,8 +67,8 @@ struct ConnectionOptions: ParsableArguments {
         if keepalive == 0 {
             settings.liveness.probeInterval = nil
         } else {
-            settings.liveness.probeInterval = .nanoseconds(Int64(keepalive * 1e9))
-            settings.liveness.probeTimeout = .nanoseconds(Int64(keepalive * 3e9))
+            settings.liveness.probeInterval = TimeAmount(seconds: keepalive)
+            settings.liveness.probeTimeout = TimeAmount(seconds: keepalive * 3)
         }
         return settings
     }
@@ -176,11 +177,11 @@ struct Socks: AsyncParsableCommand {
     var listen = "127.0.0.1:1080"
 
     func validate() throws {
-        do { _ = try TunnelClientLaunchOptions.parseServer(listen) } catch { throw ValidationError("--listen: \(error)") }
+        do { _ = try TunnelClientLaunchOptions.parseEndpoint(listen, option: "--listen") } catch { throw ValidationError("\(error)") }
     }
 
     func run() async throws {
-        let listen = try TunnelClientLaunchOptions.parseServer(self.listen)
+        let listen = try TunnelClientLaunchOptions.parseEndpoint(self.listen, option: "--listen")
         try await connection.run { tunnel, status in
             let proxy = try await SOCKSProxy.start(bindHost: listen.host, bindPort: listen.port, tunnel: tunnel, logger: Logger(label: "tunnel-client"))
             return [{ await proxy.close() }]

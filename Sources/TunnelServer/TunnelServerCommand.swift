@@ -105,7 +105,7 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         if let metrics {
-            do { _ = try TunnelClientLaunchOptions.parseServer(metrics) } catch { throw ValidationError("--metrics \(metrics): expected ADDR:PORT") }
+            do { _ = try TunnelClientLaunchOptions.parseEndpoint(metrics, option: "--metrics") } catch { throw ValidationError("\(error)") }
         }
         if let tunAddress, IPv4Address(tunAddress) == nil {
             throw ValidationError("--tun-address \(tunAddress): expected an IPv4 address")
@@ -162,7 +162,7 @@ struct Serve: AsyncParsableCommand {
         }
         var settings = launch.settings
         var metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)?
-        if let metrics, let endpoint = try? TunnelClientLaunchOptions.parseServer(metrics) {
+        if let metrics, let endpoint = try? TunnelClientLaunchOptions.parseEndpoint(metrics, option: "--metrics") {
             let registry = PrometheusCollectorRegistry()
             settings.metrics = TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
             metricsEndpoint = (endpoint, registry)

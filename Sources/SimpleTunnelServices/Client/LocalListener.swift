@@ -1,8 +1,8 @@
 import NIOCore
 import NIOPosix
 
-/// A local socket the client listens on for the user (a forward, the SOCKS
-/// proxy): where it is bound, and how to close it.
+/// A local socket listening for the user (a forward, the SOCKS proxy, the
+/// metrics endpoint): where it is bound, and how to close it.
 public final class LocalListener: Sendable {
     /// Connections waiting to be accepted; bursts of hundreds must not be reset.
     static let backlog: Int32 = 1024

@@ -50,12 +50,9 @@ public final class TunnelClientConnection: Sendable {
         let loginPromise = eventLoop.makePromise(of: TunnelConnectionOpenResult.self)
         let channel = try await ClientBootstrap(group: eventLoop)
             .connectTimeout(settings.connectTimeout)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .channelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
-            .channelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 16 * 1024, maximum: 256 * 1024))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try TCPKeepalive.apply(to: channel)
+                    try TunnelSocketOptions.apply(to: channel)
                     let pipeline = channel.pipeline.syncOperations
                     if let tls = settings.tls {
                         try pipeline.addHandler(TLSHandler(context: tls, serverName: settings.serverName ?? settings.host, logger: logger))

@@ -66,52 +66,48 @@ public struct TunnelClientLaunchOptions: Sendable {
         } else {
             trust = .system
         }
-        var configuration = TLSConfiguration.client(
+        let configuration = TLSConfiguration.client(
             trust: trust,
-            serverName: serverName,
+            serverName: serverName ?? endpoint.host,
             certificateChain: certificatePath.map { .file($0) },
             privateKey: privateKeyPath.map { .file($0) }
         )
-        configuration.serverName = serverName ?? endpoint.host
         var settings = TunnelClientConnection.Settings(host: endpoint.host, port: endpoint.port, tls: try TLSContext(configuration: configuration))
         settings.serverName = serverName ?? endpoint.host
         settings.credentials = credentials
         return settings
     }
 
-    /// `HOST:PORT` or `[IPv6]:PORT`.
+    /// `--server`'s `HOST:PORT` or `[IPv6]:PORT`.
     public static func parseServer(_ text: String) throws -> TunnelEndpoint {
+        try parseEndpoint(text, option: "--server")
+    }
+
+    /// `HOST:PORT` or `[IPv6]:PORT`, errors naming the option it came from.
+    public static func parseEndpoint(_ text: String, option: String) throws -> TunnelEndpoint {
         let host: Substring
         let port: Substring
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
             host = text[text.index(after: text.startIndex)..<close]
             let rest = text[text.index(after: close)...]
-            guard rest.hasPrefix(":") else { throw TunnelClientLaunchError("--server \(text): expected [IPv6]:PORT") }
+            guard rest.hasPrefix(":") else { throw TunnelClientLaunchError("\(option) \(text): expected [IPv6]:PORT") }
             port = rest.dropFirst()
         } else if let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") {
             host = text[..<colon]
             port = text[text.index(after: colon)...]
         } else {
-            throw TunnelClientLaunchError("--server \(text): expected HOST:PORT (IPv6 as [ADDRESS]:PORT)")
+            throw TunnelClientLaunchError("\(option) \(text): expected HOST:PORT (IPv6 as [ADDRESS]:PORT)")
         }
         guard !host.isEmpty, let number = Int(port), (1...65535).contains(number) else {
-            throw TunnelClientLaunchError("--server \(text): expected HOST:PORT with a port from 1 to 65535")
+            throw TunnelClientLaunchError("\(option) \(text): expected HOST:PORT with a port from 1 to 65535")
         }
         return TunnelEndpoint(host: String(host), port: number)
     }
 
     /// 64 hex digits, colons allowed (as `openssl x509 -fingerprint` prints them).
     static func parseFingerprint(_ text: String) throws -> [UInt8] {
-        let digits = text.filter { $0 != ":" }
-        guard digits.count == 64, digits.allSatisfy(\.isHexDigit) else {
+        guard let bytes = HexEncoding.decode(text), bytes.count == 32 else {
             throw TunnelClientLaunchError("--pin-sha256 \(text): expected the certificate's SHA-256 fingerprint as 64 hex digits")
-        }
-        var bytes: [UInt8] = []
-        var index = digits.startIndex
-        while index < digits.endIndex {
-            let next = digits.index(index, offsetBy: 2)
-            bytes.append(UInt8(digits[index..<next], radix: 16) ?? 0)
-            index = next
         }
         return bytes
     }

@@ -49,7 +49,7 @@ public struct DNSForwarder: Sendable {
         guard let transaction = query.getInteger(at: query.readerIndex, as: UInt16.self) else {
             return eventLoop.makeFailedFuture(Failure.malformedQuery)
         }
-        let promise = eventLoop.makePromise(of: (answer: ByteBuffer, source: String).self)
+        let promise = eventLoop.makePromise(of: ByteBuffer.self)
         let source = TunnelEndpoint(resolver).description
         DatagramBootstrap(group: eventLoop).readingWholeDatagrams()
             .channelInitializer { channel in
@@ -73,7 +73,7 @@ public struct DNSForwarder: Sendable {
                     promise.fail(error)
                 }
             }
-        return promise.futureResult.map { (answer: $0.answer, source: source) }
+        return promise.futureResult.map { (answer: $0, source: source) }
     }
 }
 
@@ -82,9 +82,9 @@ private final class DNSAnswerHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
     private let transaction: UInt16
-    private let promise: EventLoopPromise<(answer: ByteBuffer, source: String)>
+    private let promise: EventLoopPromise<ByteBuffer>
 
-    init(transaction: UInt16, promise: EventLoopPromise<(answer: ByteBuffer, source: String)>) {
+    init(transaction: UInt16, promise: EventLoopPromise<ByteBuffer>) {
         self.transaction = transaction
         self.promise = promise
     }
@@ -92,7 +92,7 @@ private final class DNSAnswerHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
         guard envelope.data.getInteger(at: envelope.data.readerIndex, as: UInt16.self) == transaction else { return }
-        promise.succeed((answer: envelope.data, source: ""))
+        promise.succeed(envelope.data)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

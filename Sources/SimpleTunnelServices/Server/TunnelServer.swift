@@ -62,9 +62,6 @@ public final class TunnelServer: Sendable {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: LocalListener.backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
-            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 16 * 1024, maximum: 256 * 1024))
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try Self.initializeTunnel(channel, settings: settings, tunnels: tunnels, logger: logger)
@@ -101,7 +98,7 @@ public final class TunnelServer: Sendable {
             _ = tunnels.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) }
             settings.metrics?.tunnels.decrement()
         }
-        try TCPKeepalive.apply(to: channel)
+        try TunnelSocketOptions.apply(to: channel)
         let pipeline = channel.pipeline.syncOperations
         if let tls = settings.tls {
             try pipeline.addHandler(TLSHandler(context: tls, logger: logger))

@@ -79,7 +79,7 @@ public struct TunnelServerLaunch: Sendable {
         settings.multiplexerLimits.udpIdleTimeout = try seconds(options.udpIdleTimeout, orElse: limits.udpIdleTimeout, "--udp-idle-timeout")
         if let idle = options.idleTimeout {
             guard idle >= 0, idle.isFinite else { throw TunnelServerLaunchError.invalidOption("--idle-timeout \(idle): expected seconds, 0 for never") }
-            settings.liveness.idleTimeout = idle == 0 ? nil : .nanoseconds(Int64(idle * 1e9))
+            settings.liveness.idleTimeout = idle == 0 ? nil : TimeAmount(seconds: idle)
         }
         settings.opener.authorizer = server.policy
         settings.clientConfiguration = configuration.configurationForFetch()
@@ -132,10 +132,9 @@ public struct TunnelServerLaunch: Sendable {
     private static func seconds(_ flag: Double?, orElse configured: Duration, _ option: String) throws -> TimeAmount {
         if let flag {
             guard flag > 0, flag.isFinite else { throw TunnelServerLaunchError.invalidOption("\(option) \(flag): expected a positive number of seconds") }
-            return .nanoseconds(Int64(flag * 1e9))
+            return TimeAmount(seconds: flag)
         }
-        let (seconds, attoseconds) = configured.components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        return TimeAmount(configured)
     }
 }
 

@@ -46,7 +46,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
             }
         }
         defer { handle?.stop(logger: logger) }
-        var metrics: MetricsEndpoint?
+        var metrics: LocalListener?
         if let metricsEndpoint {
             metrics = try await MetricsEndpoint.start(
                 host: metricsEndpoint.endpoint.host, port: metricsEndpoint.endpoint.port,

@@ -76,31 +76,10 @@ public struct SelfSignedIdentity: Sendable {
     }
 
     private static func writeAtomically(_ bytes: [UInt8], to path: String, permissions: mode_t) throws(TLSError) {
-        let temporary = path + ".tmp-\(getpid())"
-        unlink(temporary)
-        // Created with its final mode, so the key is never readable by others, even briefly.
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, permissions)
-        guard descriptor >= 0 else {
-            throw .identityStorage("cannot create \(temporary): \(String(cString: strerror(errno)))")
-        }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                let reason = String(cString: strerror(errno))
-                close(descriptor)
-                unlink(temporary)
-                throw .identityStorage("cannot write \(temporary): \(reason)")
-            }
-            written += count
-        }
-        fsync(descriptor)
-        close(descriptor)
-        if rename(temporary, path) != 0 {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw .identityStorage("cannot rename \(temporary) to \(path): \(reason)")
+        do {
+            try AtomicFile.write(bytes, to: path, permissions: permissions)
+        } catch {
+            throw .identityStorage(error.description)
         }
     }
 }

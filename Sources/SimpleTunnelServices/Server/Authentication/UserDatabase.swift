@@ -69,14 +69,10 @@ public struct UserDatabase: Sendable, Hashable {
 
     /// Writes the file whole, then renames it into place, readable by its owner only.
     public func write(to path: String) throws(UserDatabaseError) {
-        let temporary = path + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(fileText.utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw .unwritable(path: path, reason: "cannot create \(temporary)")
-        }
-        guard rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw .unwritable(path: path, reason: reason)
+        do {
+            try AtomicFile.write(Array(fileText.utf8), to: path, permissions: 0o600)
+        } catch {
+            throw .unwritable(path: path, reason: error.description)
         }
     }
 }

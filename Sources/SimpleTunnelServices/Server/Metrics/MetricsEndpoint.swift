@@ -6,17 +6,8 @@ import Prometheus
 
 /// A Prometheus text endpoint on its own address (`--metrics ADDR:PORT`):
 /// `GET /metrics` answers with the registry's current values; anything else is 404.
-public final class MetricsEndpoint: Sendable {
-    public let localAddress: SocketAddress
-    private let channel: Channel
-
-    private init(channel: Channel) throws {
-        self.channel = channel
-        guard let address = channel.localAddress else { throw ChannelError.unknownLocalAddress }
-        self.localAddress = address
-    }
-
-    public static func start(host: String, port: Int, registry: PrometheusCollectorRegistry, group: EventLoopGroup, logger: Logger) async throws -> MetricsEndpoint {
+public enum MetricsEndpoint {
+    public static func start(host: String, port: Int, registry: PrometheusCollectorRegistry, group: EventLoopGroup, logger: Logger) async throws -> LocalListener {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -27,13 +18,9 @@ public final class MetricsEndpoint: Sendable {
             }
             .bind(host: host, port: port)
             .get()
-        let endpoint = try MetricsEndpoint(channel: channel)
+        let endpoint = try LocalListener(channel: channel)
         logger.notice("metrics on http://\(TunnelEndpoint(endpoint.localAddress))/metrics")
         return endpoint
-    }
-
-    public func close() async {
-        try? await channel.close()
     }
 }
 
