@@ -30,8 +30,6 @@ final class TLSEngine {
     private let networkIn: OpaquePointer
     /// Ciphertext from OpenSSL, to send to the network. Owned by `ssl`.
     private let networkOut: OpaquePointer
-    private let trust: TLSConfiguration.Trust
-    private let role: TLSConfiguration.Role
     /// The SSL keeps its SSL_CTX alive, but the verify callback's Swift state
     /// lives in the TLSContext, so the connection must keep that alive too.
     private let context: TLSContext
@@ -55,8 +53,6 @@ final class TLSEngine {
         self.ssl = ssl
         self.networkIn = input
         self.networkOut = output
-        self.trust = context.configuration.trust
-        self.role = context.configuration.role
         self.context = context
 
         let configuration = context.configuration
@@ -221,7 +217,7 @@ final class TLSEngine {
         let reason = OpenSSLErrorQueue.drain(fallback: "the peer closed or sent something that is not TLS")
         let verifyResult = SSL_get_verify_result(ssl)
         if verifyResult != X509_V_OK {
-            if case .pinnedSHA256 = trust, role == .client, verifyResult == X509_V_ERR_CERT_REJECTED {
+            if case .pinnedSHA256 = context.configuration.trust, context.configuration.role == .client, verifyResult == X509_V_ERR_CERT_REJECTED {
                 return .pinnedCertificateMismatch
             }
             let text = X509_verify_cert_error_string(verifyResult).map { String(cString: $0) }

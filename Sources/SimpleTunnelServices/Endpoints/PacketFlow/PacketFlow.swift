@@ -31,7 +31,7 @@ public protocol PacketFlow: AnyObject, Sendable {
 public enum PacketFlowLimits {
     /// At most this many packets per delivered batch: the same bound as a
     /// `packets` message (PROTOCOL.md A4), so one batch fits one message.
-    public static let maximumBatchSize = 32
+    public static let maximumBatchSize = TunnelWireLimits.maximumPacketsPerMessage
 }
 
 /// Traffic counters of a `PacketFlow`.

@@ -11,6 +11,7 @@ extension TunnelMessage {
             (TunnelMessageKey.identifier.rawValue, PropertyListValue(identifier)),
             (TunnelMessageKey.command.rawValue, PropertyListValue(command.rawValue)),
         ]
+        entries.reserveCapacity(6)
         func add(_ key: TunnelMessageKey, _ value: PropertyListValue) {
             entries.append((key.rawValue, value))
         }
