@@ -53,6 +53,9 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Control socket for `tunnel-client status` and `stop`. Default: under $XDG_RUNTIME_DIR.")
     var control: String?
 
+    @Flag(help: "Exit when the tunnel is lost instead of reconnecting.")
+    var once = false
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default notice.")
     var logLevel: Logger.Level = .notice
 
@@ -98,13 +101,13 @@ struct ConnectionOptions: ParsableArguments {
         return Logger(label: "tunnel-client")
     }
 
-    /// Runs the client until SIGINT/SIGTERM or until the tunnel is lost.
-    func run(_ startListeners: @escaping TunnelClientService.Listeners) async throws {
+    /// Runs the client until SIGINT/SIGTERM or `tunnel-client stop` (or, with --once, until the tunnel is lost).
+    func run(_ startOffers: @escaping TunnelClientService.Offers) async throws {
         let logger = makeLogger()
         let service = TunnelClientService(
             settings: try connectionSettings(), group: MultiThreadedEventLoopGroup.singleton,
             logger: logger, controlPath: control ?? ControlProtocol.defaultPath(), controlPathIsRequired: control != nil,
-            startListeners: startListeners
+            reconnect: once ? nil : ReconnectBackoff(), startOffers: startOffers
         )
         // `tunnel-client stop` ends the service normally; that ends the program normally too.
         let group = ServiceGroup(
@@ -148,19 +151,19 @@ struct Forward: AsyncParsableCommand {
         let tcp = try self.tcp.map { try ForwardSpecification(parsing: $0) }
         let udp = try self.udp.map { try ForwardSpecification(parsing: $0) }
         try await connection.run { tunnel, status in
-            var closers: [@Sendable () async -> Void] = []
+            var offers: [TunnelClientService.LocalOffer] = []
             let logger = Logger(label: "tunnel-client")
             for spec in tcp {
                 let forwarder = try await TCPPortForwarder.start(
                     bindHost: spec.bindHost, bindPort: spec.bindPort, destination: spec.destination, tunnel: tunnel, logger: logger)
-                closers.append { await forwarder.close() }
+                offers.append(.init(close: { await forwarder.close() }))
             }
             for spec in udp {
                 let forwarder = try await UDPPortForwarder.start(
                     bindHost: spec.bindHost, bindPort: spec.bindPort, destination: spec.destination, tunnel: tunnel, logger: logger)
-                closers.append { await forwarder.close() }
+                offers.append(.init(close: { await forwarder.close() }))
             }
-            return closers
+            return offers
         }
     }
 }
@@ -184,7 +187,7 @@ struct Socks: AsyncParsableCommand {
         let listen = try TunnelClientLaunchOptions.parseEndpoint(self.listen, option: "--listen")
         try await connection.run { tunnel, status in
             let proxy = try await SOCKSProxy.start(bindHost: listen.host, bindPort: listen.port, tunnel: tunnel, logger: Logger(label: "tunnel-client"))
-            return [{ await proxy.close() }]
+            return [.init(close: { await proxy.close() })]
         }
     }
 }
@@ -221,10 +224,19 @@ struct IP: AsyncParsableCommand {
         options.applyDNS = dns
         options.mtu = mtu
         let ipOptions = options
-        try await connection.run { tunnel, status in
+        try await connection.run { current, status in
+            guard let tunnel = current.connection else { throw TunnelClientLaunchError("the tunnel closed before the IP flow could be opened") }
             let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, logger: Logger(label: "tunnel-client"))
-            status.setLease("\(session.settings.address)/\(session.settings.prefixLength) on \(session.deviceName)")
-            return [{ session.stop() }]
+            let showLease: @Sendable () -> Void = { status.setLease("\(session.settings.address)/\(session.settings.prefixLength) on \(session.deviceName)") }
+            showLease()
+            return [
+                .init(
+                    close: { session.stop() },
+                    reattach: { tunnel in
+                        try await session.reattach(to: tunnel)
+                        showLease()
+                    })
+            ]
         }
     }
 }

@@ -55,7 +55,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Users file (LOGIN:HASH lines, see `tunnel-server passwd`): every tunnel must log in first.")
     var users: String?
 
-    @Option(name: .customLong("state-directory"), help: "Where the generated certificate is kept. Default $XDG_STATE_HOME/simpletunnel.")
+    @Option(name: .customLong("state-directory"), help: "Where the generated certificate and the remembered tunnel addresses (leases.json) are kept. Default $XDG_STATE_HOME/simpletunnel.")
     var stateDirectory: String?
 
     @Option(help: "Allow only destinations matching this rule (TARGET[:PORTS], repeatable), e.g. 10.0.0.0/8:22,443 or *.example.com.")
@@ -172,6 +172,7 @@ struct Serve: AsyncParsableCommand {
         ipOptions.deviceName = tun
         ipOptions.deviceAddress = tunAddress.flatMap { IPv4Address($0) }
         ipOptions.mtu = mtu
+        ipOptions.leaseFile = LeaseFile(path: (stateDirectory ?? SelfSignedIdentity.defaultDirectory()) + "/" + LeaseFile.defaultName)
         let service = TunnelServerService(
             settings: settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,
             ipLayer: noIPLayer ? nil : (launch.configuration, ipOptions),

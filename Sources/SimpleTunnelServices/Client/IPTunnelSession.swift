@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// What `tunnel-client ip` was asked for.
@@ -53,48 +54,44 @@ public struct IPTunnelSettings: Sendable, Hashable {
 }
 
 /// A full IP tunnel on this machine: a TUN device carrying the IP flow, with
-/// the address, routes (and DNS, when asked) the server pushed. Everything it
-/// changed is removed by `stop()`.
+/// the address, routes (and DNS, when asked) the server pushed. The device
+/// outlives a tunnel: after a reconnection the IP flow is opened again in the
+/// new tunnel, and while there is none, packets routed into the device are
+/// dropped instead of leaking around it. Everything it changed is removed by `stop()`.
 public final class IPTunnelSession: Sendable {
-    public let settings: IPTunnelSettings
+    public var settings: IPTunnelSettings { current.withLockedValue { $0 } }
     public let deviceName: String
+    private let current: NIOLockedValueBox<IPTunnelSettings>
     private let device: TUNDevice
+    private let link: NIOLoopBound<DeviceLink>
     private let network: LinuxNetworkConfigurator
+    private let options: IPTunnelOptions
     private let logger: Logger
 
-    private init(settings: IPTunnelSettings, device: TUNDevice, network: LinuxNetworkConfigurator, logger: Logger) {
-        self.settings = settings
+    private init(
+        settings: IPTunnelSettings, device: TUNDevice, link: NIOLoopBound<DeviceLink>, network: LinuxNetworkConfigurator,
+        options: IPTunnelOptions, logger: Logger
+    ) {
+        self.current = NIOLockedValueBox(settings)
         self.deviceName = device.name
         self.device = device
+        self.link = link
         self.network = network
+        self.options = options
         self.logger = logger
     }
 
     public static func start(tunnel: TunnelClientConnection, options: IPTunnelOptions, logger: Logger) async throws -> IPTunnelSession {
         let device = try TUNDevice.open(name: options.deviceName, logger: logger)
-        let configuration: [String: PropertyListValue]
-        do {
-            configuration = try await openFlow(tunnel: tunnel, device: device)
-        } catch {
-            device.close()
-            throw error
-        }
+        let link = try await tunnel.eventLoop.submit { NIOLoopBound(DeviceLink(device: device, eventLoop: tunnel.eventLoop), eventLoop: tunnel.eventLoop) }.get()
         let network = LinuxNetworkConfigurator(logger: logger)
         do {
-            let settings = try IPTunnelSettings(configuration: configuration)
-            try network.setLinkUp(device: device.name, mtu: options.mtu)
-            try network.addAddress(settings.address, prefixLength: settings.prefixLength, device: device.name)
-            if options.applyRoutes {
-                try applyRoutes(settings, device: device.name, server: tunnel.channel.remoteAddress, network: network)
-            }
-            if options.applyDNS, !settings.dnsServers.isEmpty {
-                try network.setDNS(servers: settings.dnsServers, searchDomains: settings.searchDomains, device: device.name)
-            }
-            let session = IPTunnelSession(settings: settings, device: device, network: network, logger: logger)
+            let settings = try IPTunnelSettings(configuration: try await openFlow(tunnel: tunnel, link: link))
+            try apply(settings, options: options, server: tunnel.channel.remoteAddress, device: device.name, network: network)
             logger.notice(
                 "IP tunnel up on \(device.name): \(settings.address)/\(settings.prefixLength), routes \(options.applyRoutes ? (settings.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything") : "none")"
             )
-            return session
+            return IPTunnelSession(settings: settings, device: device, link: link, network: network, options: options, logger: logger)
         } catch {
             try? network.undoAll()
             device.close()
@@ -102,16 +99,45 @@ public final class IPTunnelSession: Sendable {
         }
     }
 
+    /// After a reconnection: opens the IP flow in the new tunnel (on the same
+    /// event loop) and keeps the device's settings, or replaces them when the
+    /// server leased another address or pushes other settings.
+    public func reattach(to tunnel: TunnelClientConnection) async throws {
+        let settings = try IPTunnelSettings(configuration: try await Self.openFlow(tunnel: tunnel, link: link))
+        let previous = current.withLockedValue { $0 }
+        guard settings != previous else {
+            logger.notice("IP tunnel back on \(deviceName) with the same address \(settings.address)")
+            return
+        }
+        logger.notice("IP tunnel back on \(deviceName) with new settings: \(settings.address)/\(settings.prefixLength) (was \(previous.address))")
+        try network.undoAll()
+        try Self.apply(settings, options: options, server: tunnel.channel.remoteAddress, device: deviceName, network: network)
+        current.withLockedValue { $0 = settings }
+    }
+
+    private static func apply(
+        _ settings: IPTunnelSettings, options: IPTunnelOptions, server: SocketAddress?, device: String, network: LinuxNetworkConfigurator
+    ) throws {
+        try network.setLinkUp(device: device, mtu: options.mtu)
+        try network.addAddress(settings.address, prefixLength: settings.prefixLength, device: device)
+        if options.applyRoutes {
+            try applyRoutes(settings, device: device, server: server, network: network)
+        }
+        if options.applyDNS, !settings.dnsServers.isEmpty {
+            try network.setDNS(servers: settings.dnsServers, searchDomains: settings.searchDomains, device: device)
+        }
+    }
+
     /// Opens the IP flow with the device as its local end; returns the pushed configuration.
-    private static func openFlow(tunnel: TunnelClientConnection, device: TUNDevice) async throws -> [String: PropertyListValue] {
+    private static func openFlow(tunnel: TunnelClientConnection, link: NIOLoopBound<DeviceLink>) async throws -> [String: PropertyListValue] {
         let promise = tunnel.eventLoop.makePromise(of: [String: PropertyListValue].self)
         tunnel.eventLoop.execute {
-            let endpoint = DeviceFlowEndpoint(device: device)
+            let endpoint = DeviceFlowEndpoint(link: link.value)
             let multiplexer = tunnel.multiplexer
             let identifier = multiplexer.openFlow(.ip, endpoint: endpoint) { result in
                 switch result {
                 case .success(let configuration):
-                    endpoint.start(sink: multiplexer, on: tunnel.eventLoop)
+                    endpoint.attach(sink: multiplexer)
                     promise.succeed(configuration ?? [:])
                 case .failure(let failure):
                     promise.fail(IPTunnelError("the server refused the IP tunnel: \(failure)"))
@@ -153,31 +179,51 @@ public final class IPTunnelSession: Sendable {
     }
 }
 
-/// An IP flow's local end on a packet device: packets from the peer go to the
-/// device, packets the device reads go to the peer. Only IPv4 and IPv6 pass.
+/// The device's side of the IP flow of whichever tunnel is up: packets read
+/// from the device go to that flow, or nowhere while there is none.
+final class DeviceLink {
+    let device: PacketFlow
+    fileprivate weak var endpoint: DeviceFlowEndpoint?
+
+    init(device: PacketFlow, eventLoop: EventLoop) {
+        self.device = device
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        device.startReading(on: eventLoop) { packets in
+            bound.value.endpoint?.forward(packets)
+        }
+    }
+}
+
+/// One tunnel's IP flow, with the device as its local end. Only IPv4 and IPv6 pass.
 final class DeviceFlowEndpoint: FlowEndpoint {
-    private let device: PacketFlow
+    private let link: DeviceLink
+    private weak var sink: FlowEventSink?
     var identifier: TunnelConnectionIdentifier = 0
 
-    init(device: PacketFlow) {
-        self.device = device
+    init(link: DeviceLink) {
+        self.link = link
     }
 
-    func start(sink: FlowEventSink, on eventLoop: EventLoop) {
-        let identifier = self.identifier
-        let boundSink = NIOLoopBound(sink as AnyObject, eventLoop: eventLoop)
-        device.startReading(on: eventLoop) { packets in
-            (boundSink.value as? FlowEventSink)?.flow(identifier, didReadPackets: packets.map { TunnelPacket(bytes: $0) })
-        }
+    /// The flow is open: from now on the device's packets go to it.
+    func attach(sink: FlowEventSink) {
+        self.sink = sink
+        link.endpoint = self
+    }
+
+    fileprivate func forward(_ packets: [ByteBuffer]) {
+        sink?.flow(identifier, didReadPackets: packets.map { TunnelPacket(bytes: $0) })
     }
 
     func writePackets(_ packets: [TunnelPacket]) {
         // The version nibble decides, not the protocol number (PROTOCOL.md A2).
-        device.writePackets(packets.filter { $0.ipVersion != nil }.map(\.bytes))
+        link.device.writePackets(packets.filter { $0.ipVersion != nil }.map(\.bytes))
     }
 
+    /// The flow (or its tunnel) ended; the device stays for the next tunnel.
     func close() {
-        device.close()
+        if link.endpoint === self {
+            link.endpoint = nil
+        }
     }
 
     func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) {}

@@ -6,7 +6,7 @@ import NIOPosix
 /// flows and whose UDP ASSOCIATEs become UDP flows of the tunnel. Names are
 /// resolved by the server, as `curl --socks5-hostname` expects.
 public enum SOCKSProxy {
-    public static func start(bindHost: String, bindPort: Int, tunnel: TunnelClientConnection, logger: Logger) async throws -> LocalListener {
+    public static func start(bindHost: String, bindPort: Int, tunnel: any TunnelMultiplexerProvider, logger: Logger) async throws -> LocalListener {
         let channel = try await LocalListener.streamBootstrap(on: tunnel.eventLoop)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -24,7 +24,7 @@ public enum SOCKSProxy {
         return proxy
     }
 
-    static func handle(_ request: SOCKS5Request, on channel: Channel, tunnel: TunnelClientConnection, logger: Logger) -> EventLoopFuture<SOCKS5Outcome> {
+    static func handle(_ request: SOCKS5Request, on channel: Channel, tunnel: any TunnelMultiplexerProvider, logger: Logger) -> EventLoopFuture<SOCKS5Outcome> {
         switch request {
         case .connect(let destination):
             return connect(to: destination, on: channel, tunnel: tunnel, logger: logger)
@@ -33,7 +33,11 @@ public enum SOCKSProxy {
         }
     }
 
-    private static func connect(to destination: TunnelEndpoint, on channel: Channel, tunnel: TunnelClientConnection, logger: Logger) -> EventLoopFuture<SOCKS5Outcome> {
+    private static func connect(to destination: TunnelEndpoint, on channel: Channel, tunnel: any TunnelMultiplexerProvider, logger: Logger) -> EventLoopFuture<SOCKS5Outcome> {
+        guard let multiplexer = tunnel.currentMultiplexer else {
+            logger.notice("SOCKS CONNECT refused: the tunnel is down, reconnecting", metadata: ["destination": "\(destination)"])
+            return channel.eventLoop.makeSucceededFuture(.failure(.networkUnreachable))
+        }
         let promise = channel.eventLoop.makePromise(of: SOCKS5Outcome.self)
         let endpoint = StreamFlowEndpoint()
         do {
@@ -42,7 +46,6 @@ public enum SOCKSProxy {
         } catch {
             return channel.eventLoop.makeSucceededFuture(.failure(.generalFailure))
         }
-        let multiplexer = tunnel.multiplexer
         endpoint.sink = multiplexer
         let identifier = multiplexer.openFlow(.tcp(destination), endpoint: endpoint) { result in
             switch result {
@@ -59,7 +62,7 @@ public enum SOCKSProxy {
         return promise.futureResult
     }
 
-    private static func associate(on channel: Channel, tunnel: TunnelClientConnection, logger: Logger) -> EventLoopFuture<SOCKS5Outcome> {
+    private static func associate(on channel: Channel, tunnel: any TunnelMultiplexerProvider, logger: Logger) -> EventLoopFuture<SOCKS5Outcome> {
         guard let local = channel.localAddress?.ipAddress, let client = channel.remoteAddress else {
             return channel.eventLoop.makeSucceededFuture(.failure(.generalFailure))
         }
@@ -75,7 +78,10 @@ public enum SOCKSProxy {
             .flatMap { udp -> EventLoopFuture<SOCKS5Outcome> in
                 let promise = channel.eventLoop.makePromise(of: SOCKS5Outcome.self)
                 let relay = boundRelay.value
-                let multiplexer = tunnel.multiplexer
+                guard let multiplexer = tunnel.currentMultiplexer else {
+                    udp.close(promise: nil)
+                    return channel.eventLoop.makeSucceededFuture(.failure(.networkUnreachable))
+                }
                 relay.identifier = multiplexer.openFlow(.udp, endpoint: relay) { result in
                     switch result {
                     case .success:

@@ -9,7 +9,7 @@ public enum TCPPortForwarder {
         bindHost: String,
         bindPort: Int,
         destination: TunnelEndpoint,
-        tunnel: TunnelClientConnection,
+        tunnel: any TunnelMultiplexerProvider,
         logger: Logger
     ) async throws -> LocalListener {
         let channel = try await LocalListener.streamBootstrap(on: tunnel.eventLoop)
@@ -32,12 +32,16 @@ public enum TCPPortForwarder {
         for endpoint: StreamFlowEndpoint,
         channel: Channel,
         destination: TunnelEndpoint,
-        tunnel: TunnelClientConnection,
+        tunnel: any TunnelMultiplexerProvider,
         logger: Logger
     ) {
-        let multiplexer = tunnel.multiplexer
-        endpoint.sink = multiplexer
         let peer = channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown"
+        guard let multiplexer = tunnel.currentMultiplexer else {
+            logger.notice("forwarded connection closed: the tunnel is down, reconnecting", metadata: ["client": "\(peer)", "destination": "\(destination)"])
+            channel.close(promise: nil)
+            return
+        }
+        endpoint.sink = multiplexer
         let identifier = multiplexer.openFlow(.tcp(destination), endpoint: endpoint) { result in
             if case .failure(let failure) = result {
                 logger.notice("forwarded connection refused", metadata: ["client": "\(peer)", "destination": "\(destination)", "reason": "\(failure)"])

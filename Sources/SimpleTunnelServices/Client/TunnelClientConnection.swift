@@ -87,7 +87,7 @@ public final class TunnelClientConnection: Sendable {
         let login = try await loginPromise.futureResult.get()
         guard login == .success else {
             try? await channel.close()
-            throw TunnelClientLaunchError("the server refused the login \"\(settings.credentials?.login ?? "")\"")
+            throw TunnelLoginRefusedError(login: settings.credentials?.login ?? "")
         }
         let configuration = try await configurationPromise.futureResult.get()
         return TunnelClientConnection(channel: channel, multiplexer: multiplexer, serverConfiguration: configuration)
@@ -123,4 +123,11 @@ public final class TunnelClientConnection: Sendable {
     }
 
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
+}
+
+/// The server refused the login: trying again with the same password cannot help.
+public struct TunnelLoginRefusedError: Error, CustomStringConvertible {
+    public var login: String
+
+    public var description: String { "the server refused the login \"\(login)\"" }
 }

@@ -10,7 +10,7 @@ public enum UDPPortForwarder {
         bindHost: String,
         bindPort: Int,
         destination: TunnelEndpoint,
-        tunnel: TunnelClientConnection,
+        tunnel: any TunnelMultiplexerProvider,
         logger: Logger
     ) async throws -> LocalListener {
         let channel = try await DatagramBootstrap(group: tunnel.eventLoop).readingWholeDatagrams()
@@ -36,11 +36,11 @@ final class UDPForwardHandler: ChannelInboundHandler {
     typealias OutboundOut = AddressedEnvelope<ByteBuffer>
 
     private let destination: TunnelEndpoint
-    private let tunnel: TunnelClientConnection
+    private let tunnel: any TunnelMultiplexerProvider
     private let logger: Logger
     private var flows: [SocketAddress: UDPSourceFlow] = [:]
 
-    init(destination: TunnelEndpoint, tunnel: TunnelClientConnection, logger: Logger) {
+    init(destination: TunnelEndpoint, tunnel: any TunnelMultiplexerProvider, logger: Logger) {
         self.destination = destination
         self.tunnel = tunnel
         self.logger = logger
@@ -53,12 +53,15 @@ final class UDPForwardHandler: ChannelInboundHandler {
             flow.received(envelope.data)
             return
         }
+        guard let multiplexer = tunnel.currentMultiplexer else {
+            // No tunnel while reconnecting: dropped, as a network would.
+            return
+        }
         let flow = UDPSourceFlow(source: source, destination: destination, channel: context.channel) { [weak self] in
             self?.flows[source] = nil
         }
         flows[source] = flow
         flow.received(envelope.data)
-        let multiplexer = tunnel.multiplexer
         flow.identifier = multiplexer.openFlow(.udp, endpoint: flow) { [logger, destination] result in
             switch result {
             case .success:

@@ -24,10 +24,13 @@ public final class ServerFlowOpener: FlowOpener {
 
     private let eventLoop: EventLoop
     private let settings: Settings
+    /// The client, for its durable lease; nil in tests of the other flow kinds.
+    private let peer: TunnelPeer?
     private let logger: Logger
 
-    public init(eventLoop: EventLoop, settings: Settings, logger: Logger) {
+    public init(eventLoop: EventLoop, settings: Settings, peer: TunnelPeer? = nil, logger: Logger) {
         self.eventLoop = eventLoop
+        self.peer = peer
         self.settings = settings
         self.logger = logger
     }
@@ -51,7 +54,7 @@ public final class ServerFlowOpener: FlowOpener {
             guard let ipLayer = settings.ipLayer else {
                 return completion(.failure(FlowOpenFailure(.internalError, "the IP layer is off on this server")))
             }
-            completion(ipLayer.open(identifier: identifier, sink: sink, eventLoop: eventLoop))
+            completion(ipLayer.open(identifier: identifier, peer: peer, sink: sink, eventLoop: eventLoop, logger: logger))
         }
     }
 

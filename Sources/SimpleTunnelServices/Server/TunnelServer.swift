@@ -104,18 +104,20 @@ public final class TunnelServer: Sendable {
             try pipeline.addHandler(TLSHandler(context: tls, logger: logger))
         }
         try pipeline.addTunnelMessageCodec()
+        let peer = TunnelPeer(channel: channel)
         if let authentication = settings.authentication {
             let source = channel.remoteAddress?.ipAddress ?? "unknown"
             try pipeline.addHandler(
                 TunnelAuthenticationGate(
-                    users: authentication.users, limiter: authentication.limiter, source: source, metrics: settings.metrics, logger: logger))
+                    users: authentication.users, limiter: authentication.limiter, source: source, metrics: settings.metrics, peer: peer,
+                    logger: logger))
         }
         let eventLoop = channel.eventLoop
         try pipeline.addHandler(
             TunnelChannelHandler(
                 role: {
                     .server(
-                        opener: ServerFlowOpener(eventLoop: eventLoop, settings: settings.opener, logger: logger),
+                        opener: ServerFlowOpener(eventLoop: eventLoop, settings: settings.opener, peer: peer, logger: logger),
                         responder: ServerRequestResponder(configuration: settings.clientConfiguration, dns: settings.dns, eventLoop: eventLoop)
                     )
                 },

@@ -34,23 +34,30 @@ struct IPLayerTests {
         ]))
     }
 
-    static func start(pool start: String = "10.90.0.2", _ end: String = "10.90.0.254") async throws -> (RawServerFixture, InMemoryPacketFlow, ServerIPLayer) {
+    static func start(
+        pool start: String = "10.90.0.2", _ end: String = "10.90.0.254", leaseFile: LeaseFile? = nil,
+        authentication: TunnelServer.Settings.Authentication? = nil
+    ) async throws -> (RawServerFixture, InMemoryPacketFlow, ServerIPLayer) {
         let device = InMemoryPacketFlow()
         let configuration = try configuration(start, end)
         let router = PacketRouter(device: device, logger: TunnelFixture.logger)
-        let layer = ServerIPLayer(pool: AddressPool(range: configuration.pool), router: router, configuration: configuration)
-        let fixture = try await RawServerFixture.start { $0.opener.ipLayer = layer }
+        let layer = ServerIPLayer(pool: try AddressPool(range: configuration.pool, file: leaseFile), router: router, configuration: configuration)
+        let fixture = try await RawServerFixture.start {
+            $0.opener.ipLayer = layer
+            $0.authentication = authentication
+        }
         router.start(on: fixture.group.next())
         return (fixture, device, layer)
     }
 
     @Test func thePoolIsInclusiveLowestFirstAndReusesReleasedAddresses() throws {
-        let pool = AddressPool(range: try #require(IPv4Address("192.168.2.2"))...(try #require(IPv4Address("192.168.2.10"))))
+        let pool = try AddressPool(range: try #require(IPv4Address("192.168.2.2"))...(try #require(IPv4Address("192.168.2.10"))))
         let leases = (0..<9).compactMap { _ in pool.lease() }
-        #expect(leases.map(\.description) == (2...10).map { "192.168.2.\($0)" })
+        #expect(leases.map(\.address.description) == (2...10).map { "192.168.2.\($0)" })
         #expect(pool.lease() == nil)
-        pool.release(try #require(IPv4Address("192.168.2.5")))
-        #expect(pool.lease()?.description == "192.168.2.5")
+        #expect(pool.release(leases[3]))
+        #expect(!pool.release(leases[3]), "a second release of the same lease changes nothing")
+        #expect(pool.lease()?.address.description == "192.168.2.5")
     }
 
     @Test func anIPOpenGetsItsLeaseAndThePersonalisedConfiguration() async throws {

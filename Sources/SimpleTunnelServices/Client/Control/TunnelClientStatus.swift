@@ -21,6 +21,8 @@ public struct TunnelClientStatus: Sendable, Codable, Equatable {
     public var uptimeSeconds: Double?
     public var roundTripMilliseconds: Double?
     public var lastError: String?
+    /// Tunnels brought back after a loss since the client started.
+    public var reconnections: Int = 0
 
     /// The lines people read.
     public var text: String {
@@ -31,6 +33,7 @@ public struct TunnelClientStatus: Sendable, Codable, Equatable {
         lines.append("bytes: \(bytesSent) sent, \(bytesReceived) received")
         if let uptimeSeconds { lines.append("uptime: \(Int(uptimeSeconds)) s") }
         if let roundTripMilliseconds { lines.append(String(format: "round trip: %.1f ms", roundTripMilliseconds)) }
+        if reconnections > 0 { lines.append("reconnections: \(reconnections)") }
         if let lastError { lines.append("last error: \(lastError)") }
         return lines.joined(separator: "\n")
     }
@@ -45,6 +48,9 @@ public final class TunnelClientStatusBoard: Sendable {
         var lease: String?
         var lastError: String?
         var stopRequested = false
+        var onStop: [@Sendable () -> Void] = []
+        /// Tunnels brought back after a loss.
+        var reconnections = 0
     }
 
     public let server: String
@@ -61,12 +67,27 @@ public final class TunnelClientStatusBoard: Sendable {
         fields.withLockedValue { $0.state = state }
     }
 
+    /// A tunnel is up (the first, or one brought back); closed at once if a stop came first.
     func connected(_ tunnel: TunnelClientConnection) {
-        fields.withLockedValue {
-            $0.state = .connected
-            $0.tunnel = tunnel
-            $0.connectedAt = .now()
+        let stopping = fields.withLockedValue { fields -> Bool in
+            if fields.tunnel != nil { fields.reconnections += 1 }
+            fields.tunnel = tunnel
+            fields.connectedAt = .now()
+            if !fields.stopRequested { fields.state = .connected }
+            return fields.stopRequested
         }
+        if stopping {
+            tunnel.channel.close(promise: nil)
+        }
+    }
+
+    /// Runs `action` when a stop is requested (at once if one was).
+    func onStop(_ action: @escaping @Sendable () -> Void) {
+        let already = fields.withLockedValue { fields -> Bool in
+            if !fields.stopRequested { fields.onStop.append(action) }
+            return fields.stopRequested
+        }
+        if already { action() }
     }
 
     public func setLease(_ lease: String?) {
@@ -79,12 +100,14 @@ public final class TunnelClientStatusBoard: Sendable {
 
     /// Asks the client to stop, as SIGTERM would.
     func requestStop() {
-        let tunnel = fields.withLockedValue { fields -> TunnelClientConnection? in
+        let (tunnel, actions) = fields.withLockedValue { fields -> (TunnelClientConnection?, [@Sendable () -> Void]) in
             fields.stopRequested = true
             fields.state = .disconnecting
-            return fields.tunnel
+            defer { fields.onStop.removeAll() }
+            return (fields.tunnel, fields.onStop)
         }
         tunnel?.channel.close(promise: nil)
+        for action in actions { action() }
     }
 
     /// The status now, with live counters from the tunnel's event loop.
@@ -92,7 +115,7 @@ public final class TunnelClientStatusBoard: Sendable {
         let fields = self.fields.withLockedValue { $0 }
         var status = TunnelClientStatus(
             state: fields.state, server: server, lease: fields.lease, openFlows: 0, bytesSent: 0, bytesReceived: 0,
-            lastError: fields.lastError)
+            lastError: fields.lastError, reconnections: fields.reconnections)
         if let connectedAt = fields.connectedAt, fields.state == .connected {
             status.uptimeSeconds = Double((NIODeadline.now() - connectedAt).nanoseconds) / 1e9
         }

@@ -32,14 +32,16 @@ public final class TunnelAuthenticationGate: ChannelInboundHandler, RemovableCha
     private let source: String
     private let threadPool: NIOThreadPool
     private let metrics: TunnelServerMetrics?
+    private let peer: TunnelPeer?
     private var logger: Logger
     private var state = State.awaiting
 
     public init(
         users: UserDatabase, limiter: LoginRateLimiter, source: String, threadPool: NIOThreadPool = .singleton,
-        metrics: TunnelServerMetrics? = nil, logger: Logger
+        metrics: TunnelServerMetrics? = nil, peer: TunnelPeer? = nil, logger: Logger
     ) {
         self.metrics = metrics
+        self.peer = peer
         self.users = users
         self.limiter = limiter
         self.source = source
@@ -91,6 +93,7 @@ public final class TunnelAuthenticationGate: ChannelInboundHandler, RemovableCha
         guard case .verifying(let waiting) = state else { return }
         state = .accepted
         logger.info("login accepted", metadata: ["login": "\(login)"])
+        peer?.loggedIn(as: login)
         context.writeAndFlush(wrapOutboundOut(.authenticateResult(.success)), promise: nil)
         context.fireUserInboundEventTriggered(TunnelAuthenticatedEvent(login: login))
         for message in waiting {

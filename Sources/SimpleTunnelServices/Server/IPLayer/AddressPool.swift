@@ -1,34 +1,75 @@
+import Logging
 import NIOConcurrencyHelpers
 
 /// The server's pool of tunnel addresses (PROTOCOL.md A4): inclusive of both
-/// ends, the lowest free address first, each held by one IP flow at a time.
+/// ends, each held by one IP flow at a time. Known clients get their last
+/// address back (see `LeaseBook`), also after a restart when a `LeaseFile` is given.
 public final class AddressPool: Sendable {
-    public let range: ClosedRange<IPv4Address>
-    private let leased = NIOLockedValueBox<Set<IPv4Address>>([])
-
-    public init(range: ClosedRange<IPv4Address>) {
-        self.range = range
+    public struct Lease: Sendable, Equatable {
+        public let address: IPv4Address
+        let holder: LeaseBook.Holder
+        /// The older session of the same client that held the address until now.
+        let replaced: LeaseBook.Holder?
     }
 
-    /// The lowest free address, now leased; nil when the pool is exhausted.
-    public func lease() -> IPv4Address? {
-        leased.withLockedValue { leased in
-            guard leased.count < range.count else { return nil }
-            var candidate = range.lowerBound
-            while leased.contains(candidate) {
-                guard candidate < range.upperBound else { return nil }
-                candidate = candidate + 1
-            }
-            leased.insert(candidate)
-            return candidate
+    public var range: ClosedRange<IPv4Address> { state.withLockedValue { $0.book.range } }
+    private let state: NIOLockedValueBox<(book: LeaseBook, nextHolder: LeaseBook.Holder, generation: UInt64)>
+    private let file: LeaseFile?
+    /// The generation last written: saves run outside `state`'s lock, and an older one never overwrites a newer.
+    private let saved = NIOLockedValueBox<UInt64>(0)
+    private let logger: Logger
+
+    /// Loads the remembered leases from `file`, if given; fails when it is unreadable.
+    public init(range: ClosedRange<IPv4Address>, file: LeaseFile? = nil, logger: Logger = Logger(label: "tunnel-server")) throws(LeaseFileError) {
+        let remembered = try file?.load() ?? [:]
+        self.state = NIOLockedValueBox((LeaseBook(range: range, remembered: remembered), 1, 0))
+        self.file = file
+        self.logger = logger
+    }
+
+    /// An address for `client` (its login or certificate subject; nil when
+    /// anonymous); nil when the pool is exhausted.
+    public func lease(for client: String? = nil) -> Lease? {
+        let (grant, holder, changed) = state.withLockedValue { state in
+            let holder = state.nextHolder
+            state.nextHolder += 1
+            let before = state.book.remembered
+            let grant = state.book.lease(for: client, holder: holder)
+            guard state.book.remembered != before else { return (grant, holder, nil as (UInt64, [String: IPv4Address])?) }
+            state.generation += 1
+            return (grant, holder, (state.generation, state.book.remembered))
+        }
+        if let (generation, remembered) = changed {
+            save(remembered, generation: generation)
+        }
+        switch grant {
+        case nil: return nil
+        case .fresh(let address): return Lease(address: address, holder: holder, replaced: nil)
+        case .takenOver(let address, let old): return Lease(address: address, holder: holder, replaced: old)
         }
     }
 
-    public func release(_ address: IPv4Address) {
-        _ = leased.withLockedValue { $0.remove(address) }
+    /// Frees the lease unless a newer session of its client took it over; true when freed.
+    @discardableResult
+    public func release(_ lease: Lease) -> Bool {
+        state.withLockedValue { $0.book.release(lease.address, holder: lease.holder) }
+    }
+
+    /// Rare (a client's first lease, or one given away), so written at once and in full.
+    private func save(_ remembered: [String: IPv4Address], generation: UInt64) {
+        guard let file else { return }
+        saved.withLockedValue { saved in
+            guard generation > saved else { return }
+            do {
+                try file.save(remembered)
+                saved = generation
+            } catch {
+                logger.error("\(error)", metadata: ["consequence": "clients may get other addresses after a restart"])
+            }
+        }
     }
 
     public var leasedCount: Int {
-        leased.withLockedValue { $0.count }
+        state.withLockedValue { $0.book.heldCount }
     }
 }

@@ -16,6 +16,7 @@ public final class PacketRouter: @unchecked Sendable {
     private let metrics: TunnelServerMetrics?
 
     struct Route {
+        let holder: LeaseBook.Holder
         let eventLoop: EventLoop
         let deliver: @Sendable ([TunnelPacket]) -> Void
     }
@@ -46,13 +47,16 @@ public final class PacketRouter: @unchecked Sendable {
         device.close()
     }
 
-    /// Packets for `address` go to `deliver`, called on `eventLoop`.
-    func attach(_ address: IPv4Address, eventLoop: EventLoop, deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
-        routes.withLockedValue { $0[address] = Route(eventLoop: eventLoop, deliver: deliver) }
+    /// Packets for `address` go to `deliver`, called on `eventLoop`; replaces an earlier holder's route.
+    func attach(_ address: IPv4Address, holder: LeaseBook.Holder, eventLoop: EventLoop, deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
+        routes.withLockedValue { $0[address] = Route(holder: holder, eventLoop: eventLoop, deliver: deliver) }
     }
 
-    func detach(_ address: IPv4Address) {
-        _ = routes.withLockedValue { $0.removeValue(forKey: address) }
+    /// Removes the route of `address` if `holder` still has it.
+    func detach(_ address: IPv4Address, holder: LeaseBook.Holder) {
+        routes.withLockedValue { routes in
+            if routes[address]?.holder == holder { routes[address] = nil }
+        }
     }
 
     /// Writes a client's packets to the device, dropping (and counting) any

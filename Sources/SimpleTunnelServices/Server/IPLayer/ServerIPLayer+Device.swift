@@ -8,6 +8,8 @@ public struct ServerIPLayerOptions: Sendable {
     /// The server's own address on the device; nil = the address just below the pool.
     public var deviceAddress: IPv4Address?
     public var mtu = 1400
+    /// Where the addresses of known clients are remembered across restarts; nil: in memory only.
+    public var leaseFile: LeaseFile?
 
     public init() {}
 }
@@ -51,6 +53,8 @@ extension ServerIPLayer {
         guard !pool.contains(address) else {
             throw ServerIPLayerError("the server's tunnel address \(address) is inside the pool \(pool.lowerBound)-\(pool.upperBound)")
         }
+        // The lease file first: a bad one stops the server before anything is changed.
+        let addressPool = try AddressPool(range: pool, file: options.leaseFile, logger: logger)
         let device = try TUNDevice.open(name: options.deviceName, logger: logger)
         let network = LinuxNetworkConfigurator(logger: logger)
         do {
@@ -66,9 +70,10 @@ extension ServerIPLayer {
         }
         let router = PacketRouter(device: device, metrics: metrics, logger: logger)
         router.start(on: eventLoop)
-        let layer = ServerIPLayer(pool: AddressPool(range: pool), router: router, configuration: configuration, metrics: metrics)
+        let layer = ServerIPLayer(pool: addressPool, router: router, configuration: configuration, metrics: metrics)
         logger.notice(
-            "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound), MTU \(options.mtu)"
+            "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound), MTU \(options.mtu)",
+            metadata: ["leases": "\(options.leaseFile?.path ?? "in memory")"]
         )
         return ServerIPLayerHandle(layer: layer, network: network)
     }

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// The server's IP layer: its address pool, the router in front of its TUN
@@ -8,6 +9,8 @@ public final class ServerIPLayer: Sendable {
     public let router: PacketRouter
     private let configuration: TunnelServerConfiguration
     let metrics: TunnelServerMetrics?
+    /// The tunnel of each lease's holder, so that a newer session of the same client can end it.
+    private let holders = NIOLockedValueBox<[LeaseBook.Holder: @Sendable () -> Void]>([:])
 
     public init(pool: AddressPool, router: PacketRouter, configuration: TunnelServerConfiguration, metrics: TunnelServerMetrics? = nil) {
         self.pool = pool
@@ -17,32 +20,54 @@ public final class ServerIPLayer: Sendable {
     }
 
     /// Leases an address for an IP flow and attaches it to the router; result 3 when the pool is exhausted.
-    func open(identifier: TunnelConnectionIdentifier, sink: FlowEventSink, eventLoop: EventLoop) -> Result<OpenedFlow, FlowOpenFailure> {
-        guard let lease = pool.lease() else {
+    /// A known client gets its last address back; if an older session of it still holds that address,
+    /// that session's tunnel is ended and the address moves to this one at once.
+    func open(
+        identifier: TunnelConnectionIdentifier, peer: TunnelPeer?, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger
+    ) -> Result<OpenedFlow, FlowOpenFailure> {
+        let client = peer?.identity
+        guard let lease = pool.lease(for: client) else {
             return .failure(FlowOpenFailure(.refused, "the address pool \(pool.range.lowerBound)-\(pool.range.upperBound) is exhausted"))
         }
-        metrics?.leases.increment()
+        if let replaced = lease.replaced {
+            logger.notice("a new session of \(client ?? "the client") takes over \(lease.address); ending the old one")
+            holders.withLockedValue { $0.removeValue(forKey: replaced) }?()
+        } else {
+            metrics?.leases.increment()
+        }
         let endpoint = ServerIPFlowEndpoint(identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop)
-        return .success(OpenedFlow(endpoint: endpoint, configuration: configuration.configuration(forLease: lease)))
+        if let peer {
+            holders.withLockedValue { $0[lease.holder] = { peer.close() } }
+        }
+        return .success(OpenedFlow(endpoint: endpoint, configuration: configuration.configuration(forLease: lease.address)))
+    }
+
+    /// Frees a lease its flow no longer needs (unless a newer session took it over).
+    func release(_ lease: AddressPool.Lease) {
+        holders.withLockedValue { _ = $0.removeValue(forKey: lease.holder) }
+        router.detach(lease.address, holder: lease.holder)
+        if pool.release(lease) {
+            metrics?.leases.decrement()
+        }
     }
 }
 
 /// The server's end of one client's IP flow: its lease on the router.
 final class ServerIPFlowEndpoint: FlowEndpoint {
     let identifier: TunnelConnectionIdentifier
-    let lease: IPv4Address
+    let lease: AddressPool.Lease
     private weak var sink: FlowEventSink?
     private let layer: ServerIPLayer
     private var attached = true
 
-    init(identifier: TunnelConnectionIdentifier, lease: IPv4Address, sink: FlowEventSink, layer: ServerIPLayer, eventLoop: EventLoop) {
+    init(identifier: TunnelConnectionIdentifier, lease: AddressPool.Lease, sink: FlowEventSink, layer: ServerIPLayer, eventLoop: EventLoop) {
         self.identifier = identifier
         self.lease = lease
         self.sink = sink
         self.layer = layer
-        // Until close() detaches it, the router holds this endpoint.
+        // Until close() detaches it (or a newer session of the client takes the address), the router holds this endpoint.
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        layer.router.attach(lease, eventLoop: eventLoop) { packets in
+        layer.router.attach(lease.address, holder: lease.holder, eventLoop: eventLoop) { packets in
             bound.value.deliver(packets)
         }
     }
@@ -53,15 +78,13 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
 
     func writePackets(_ packets: [TunnelPacket]) {
         guard attached else { return }
-        layer.router.send(packets, from: lease)
+        layer.router.send(packets, from: lease.address)
     }
 
     func close() {
         guard attached else { return }
         attached = false
-        layer.router.detach(lease)
-        layer.pool.release(lease)
-        layer.metrics?.leases.decrement()
+        layer.release(lease)
     }
 
     // An IP flow carries packets only.

@@ -1,0 +1,87 @@
+/// Who holds which tunnel address, and which address each known client had
+/// last: the pool's decisions as a plain value, free of locks and files.
+///
+/// A client known by its login or certificate subject gets its remembered
+/// address back while it is free, and a new session of a client replaces the
+/// old session holding that address instead of colliding with it. Clients
+/// with no identity get the lowest free address. Addresses remembered for
+/// others are handed out only when nothing else is free.
+struct LeaseBook: Sendable, Equatable {
+    /// One holding of an address: by one IP flow of one tunnel.
+    typealias Holder = UInt64
+
+    struct Holding: Sendable, Equatable {
+        var holder: Holder
+        var client: String?
+    }
+
+    enum Grant: Sendable, Equatable {
+        /// The address was free.
+        case fresh(IPv4Address)
+        /// The address was held by an older session of the same client, which must now end.
+        case takenOver(IPv4Address, from: Holder)
+
+        var address: IPv4Address {
+            switch self {
+            case .fresh(let address), .takenOver(let address, _): return address
+            }
+        }
+    }
+
+    let range: ClosedRange<IPv4Address>
+    private(set) var held: [IPv4Address: Holding] = [:]
+    /// The address each known client had last; durable (see `LeaseFile`).
+    private(set) var remembered: [String: IPv4Address]
+
+    init(range: ClosedRange<IPv4Address>, remembered: [String: IPv4Address] = [:]) {
+        self.range = range
+        // A pool that shrank since the addresses were remembered cannot give them back.
+        self.remembered = remembered.filter { range.contains($0.value) }
+    }
+
+    var heldCount: Int { held.count }
+
+    /// An address for `client` (nil: a client with no identity), held by `holder`; nil when the pool is exhausted.
+    mutating func lease(for client: String?, holder: Holder) -> Grant? {
+        if let client, let address = remembered[client] {
+            switch held[address] {
+            case nil:
+                held[address] = Holding(holder: holder, client: client)
+                return .fresh(address)
+            case .some(let holding) where holding.client == client:
+                held[address] = Holding(holder: holder, client: client)
+                return .takenOver(address, from: holding.holder)
+            case .some:
+                break  // Given away when the pool ran short; the client gets another.
+            }
+        }
+        guard let address = lowestFree(avoidingRemembered: true) ?? lowestFree(avoidingRemembered: false) else { return nil }
+        held[address] = Holding(holder: holder, client: client)
+        if let client {
+            remembered = remembered.filter { $0.value != address }
+            remembered[client] = address
+        } else {
+            remembered = remembered.filter { $0.value != address }
+        }
+        return .fresh(address)
+    }
+
+    /// Frees `address` if `holder` still holds it (a replaced session's late release changes nothing).
+    @discardableResult
+    mutating func release(_ address: IPv4Address, holder: Holder) -> Bool {
+        guard held[address]?.holder == holder else { return false }
+        held[address] = nil
+        return true
+    }
+
+    private func lowestFree(avoidingRemembered: Bool) -> IPv4Address? {
+        guard held.count < range.count else { return nil }
+        let reserved = avoidingRemembered ? Set(remembered.values) : []
+        var candidate = range.lowerBound
+        while true {
+            if held[candidate] == nil, !reserved.contains(candidate) { return candidate }
+            guard candidate < range.upperBound else { return nil }
+            candidate = candidate + 1
+        }
+    }
+}
