@@ -191,7 +191,7 @@ DIRECT_ECHO=$ECHO_PORT
 # shellcheck disable=SC2086  # OURS_*_ARGS split on purpose
 start_ours() {
     local round=$1 port fp
-    start "$TMP/logs/ours-server-$round.log" "$BIN/tunnel-server" --port 0 --state-directory "$TMP/state" $OURS_SERVER_ARGS
+    start "$TMP/logs/ours-server-$round.log" "$BIN/tunnel-server" --port 0 --no-ip-layer --state-directory "$TMP/state" $OURS_SERVER_ARGS
     OURS_SERVER_PID=$LAST_PID; ROUND_PIDS+=("$LAST_PID")
     for _ in $(seq 1 200); do
         grep -q 'listening on' "$TMP/logs/ours-server-$round.log" && grep -q 'SHA-256' "$TMP/logs/ours-server-$round.log" && break

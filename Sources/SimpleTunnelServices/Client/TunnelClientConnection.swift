@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -48,7 +49,8 @@ public final class TunnelClientConnection: Sendable {
         let activePromise = eventLoop.makePromise(of: NIOLoopBound<TunnelMultiplexer>.self)
         let configurationPromise = eventLoop.makePromise(of: [String: PropertyListValue].self)
         let loginPromise = eventLoop.makePromise(of: TunnelConnectionOpenResult.self)
-        let channel = try await ClientBootstrap(group: eventLoop)
+        let tlsFailure = NIOLockedValueBox<TLSError?>(nil)
+        let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(settings.connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -56,6 +58,7 @@ public final class TunnelClientConnection: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     if let tls = settings.tls {
                         try pipeline.addHandler(TLSHandler(context: tls, serverName: settings.serverName ?? settings.host, logger: logger))
+                        try pipeline.addHandler(TLSHandshakeFailureRecorder(into: tlsFailure))
                     }
                     try pipeline.addTunnelMessageCodec()
                     try pipeline.addHandler(
@@ -76,20 +79,35 @@ public final class TunnelClientConnection: Sendable {
                     )
                 }
             }
-            .connect(host: settings.host, port: settings.port)
-            .get()
+        let channel: Channel
+        do {
+            channel = try await bootstrap.connect(host: settings.host, port: settings.port).get()
+        } catch {
+            activePromise.fail(error)
+            loginPromise.fail(error)
+            configurationPromise.fail(error)
+            throw error
+        }
         channel.closeFuture.whenComplete { _ in
             activePromise.fail(TunnelClosedError())
             loginPromise.fail(TunnelClosedError())
             configurationPromise.fail(TunnelClosedError())
         }
-        let multiplexer = try await activePromise.futureResult.get()
-        let login = try await loginPromise.futureResult.get()
-        guard login == .success else {
-            try? await channel.close()
-            throw TunnelLoginRefusedError(login: settings.credentials?.login ?? "")
+        let multiplexer: NIOLoopBound<TunnelMultiplexer>
+        let configuration: [String: PropertyListValue]
+        do {
+            multiplexer = try await activePromise.futureResult.get()
+            guard try await loginPromise.futureResult.get() == .success else {
+                try? await channel.close()
+                throw TunnelLoginRefusedError(login: settings.credentials?.login ?? "")
+            }
+            configuration = try await configurationPromise.futureResult.get()
+        } catch let error as TunnelLoginRefusedError {
+            throw error
+        } catch {
+            // A failed TLS handshake closes the tunnel: say why.
+            throw tlsFailure.withLockedValue { $0 } ?? error
         }
-        let configuration = try await configurationPromise.futureResult.get()
         return TunnelClientConnection(channel: channel, multiplexer: multiplexer, serverConfiguration: configuration)
     }
 

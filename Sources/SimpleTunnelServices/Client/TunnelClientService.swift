@@ -60,44 +60,30 @@ public struct TunnelClientService: Service, CustomStringConvertible {
         let current = CurrentTunnel(eventLoop: group.next())
         let stopped = current.eventLoop.makePromise(of: Void.self)
         status.onStop { stopped.succeed() }
-        status.set(.connecting)
-        var tunnel: TunnelClientConnection
-        let offers: [LocalOffer]
-        do {
-            tunnel = try await TunnelClientConnection.connect(settings: settings, group: current.eventLoop, logger: logger)
-            current.set(tunnel)
-            status.connected(tunnel)
-            logger.notice("tunnel up", metadata: ["server": "\(status.server)"])
-            offers = try await startOffers(current, status)
-        } catch {
-            status.failed(error)
-            await current.connection?.close()
-            await control?.close()
-            throw error
-        }
+        var tunnel: TunnelClientConnection?
+        var offers: [LocalOffer] = []
         var failure: Error?
         await withGracefulShutdownHandler {
-            while true {
-                try? await tunnel.closeFuture.get()
-                current.set(nil)
-                if status.stopRequested { return }
-                let lost = TunnelClientLaunchError("the tunnel to \(status.server) was lost")
-                status.failed(lost)
-                guard let reconnect else {
-                    failure = lost
-                    return
-                }
-                status.set(.reasserting)
-                logger.warning("tunnel lost; reconnecting (forwards and proxies stay; connections open now are closed)", metadata: ["server": "\(status.server)"])
-                do {
-                    guard let next = try await self.reconnect(current: current, offers: offers, backoff: reconnect, stopped: stopped.futureResult) else {
-                        return
-                    }
+            do {
+                status.set(.connecting)
+                tunnel = try await bringUp(current: current, offers: [], afterLoss: false, stopped: stopped.futureResult)
+                guard tunnel != nil else { return }
+                // What the user asked for starts once; a failure here is a mistake to report, not to retry.
+                offers = try await startOffers(current, status)
+                while let up = tunnel {
+                    try? await up.closeFuture.get()
+                    current.set(nil)
+                    if status.stopRequested { return }
+                    let lost = TunnelClientLaunchError("the tunnel to \(status.server) was lost")
+                    status.failed(lost)
+                    guard reconnect != nil else { throw lost }
+                    status.set(.reasserting)
+                    logger.warning("tunnel lost; reconnecting (forwards and proxies stay; connections open now are closed)", metadata: ["server": "\(status.server)"])
+                    guard let next = try await bringUp(current: current, offers: offers, afterLoss: true, stopped: stopped.futureResult) else { return }
                     tunnel = next
-                } catch {
-                    failure = error
-                    return
                 }
+            } catch {
+                failure = error
             }
         } onGracefulShutdown: {
             status.requestStop()
@@ -106,7 +92,7 @@ public struct TunnelClientService: Service, CustomStringConvertible {
         for offer in offers {
             await offer.close()
         }
-        await tunnel.close()
+        await tunnel?.close()
         await control?.close()
         stopped.succeed()
         if let failure {
@@ -115,17 +101,21 @@ public struct TunnelClientService: Service, CustomStringConvertible {
         }
     }
 
-    /// Tries until a tunnel is up again and every offer is carried over to it;
-    /// nil when stopped meanwhile; throws when the server refuses the login.
-    private func reconnect(
-        current: CurrentTunnel, offers: [LocalOffer], backoff: ReconnectBackoff, stopped: EventLoopFuture<Void>
+    /// Connects, carries `offers` over to the new tunnel and makes it current.
+    /// Failed attempts are retried with backoff (the first one at once),
+    /// unless reconnection is off or the failure is one no retry can cure
+    /// (a refused login, an untrusted certificate). Nil when stopped meanwhile.
+    private func bringUp(
+        current: CurrentTunnel, offers: [LocalOffer], afterLoss: Bool, stopped: EventLoopFuture<Void>
     ) async throws -> TunnelClientConnection? {
         var generator = SystemRandomNumberGenerator()
         var attempt = 0
         while true {
             attempt += 1
-            let delay = backoff.delay(beforeAttempt: attempt, using: &generator)
-            await Self.wait(delay, unless: stopped, on: current.eventLoop)
+            // After a loss even the first attempt waits a little, so clients cut off together spread out.
+            if let reconnect, afterLoss || attempt > 1 {
+                await Self.wait(reconnect.delay(beforeAttempt: afterLoss ? attempt : attempt - 1, using: &generator), unless: stopped, on: current.eventLoop)
+            }
             if status.stopRequested { return nil }
             var candidate: TunnelClientConnection?
             do {
@@ -136,16 +126,23 @@ public struct TunnelClientService: Service, CustomStringConvertible {
                 }
                 current.set(tunnel)
                 status.connected(tunnel)
-                logger.notice("tunnel up again", metadata: ["server": "\(status.server)", "attempts": "\(attempt)"])
+                logger.notice(afterLoss ? "tunnel up again" : "tunnel up", metadata: ["server": "\(status.server)", "attempts": "\(attempt)"])
                 return tunnel
-            } catch let refused as TunnelLoginRefusedError {
-                await candidate?.close()
-                throw refused
             } catch {
                 await candidate?.close()
                 status.failed(error)
-                logger.notice("reconnection failed", metadata: ["attempt": "\(attempt)", "reason": "\(error)"])
+                guard reconnect != nil, !Self.isPermanent(error) else { throw error }
+                logger.notice("could not bring the tunnel up; trying again", metadata: ["attempt": "\(attempt)", "reason": "\(error)"])
             }
+        }
+    }
+
+    /// Failures that another attempt with the same settings cannot cure.
+    static func isPermanent(_ error: Error) -> Bool {
+        switch error {
+        case is TunnelLoginRefusedError: return true
+        case let error as TLSError: return error.isPermanent
+        default: return false
         }
     }
 

@@ -84,10 +84,10 @@ struct AuthenticationTests {
         let tunnel = try await Self.connect(fixture, identity, login: "alice", password: "wonderland")
         #expect(try await tunnel.fetchConfiguration() == [:])
         await tunnel.close()
-        await #expect(throws: TunnelClientLaunchError.self) {
+        await #expect(throws: TunnelLoginRefusedError.self) {
             _ = try await Self.connect(fixture, identity, login: "alice", password: "looking glass")
         }
-        await #expect(throws: TunnelClientLaunchError.self) {
+        await #expect(throws: TunnelLoginRefusedError.self) {
             _ = try await Self.connect(fixture, identity, login: "mallory", password: "wonderland")
         }
         // Without a login the server ends the tunnel at the first other message.
@@ -100,12 +100,12 @@ struct AuthenticationTests {
     @Test func repeatedFailuresFromOneAddressAreRateLimited() async throws {
         let (fixture, identity) = try await Self.server(users: ["alice": "wonderland"], maximumFailures: 2)
         for _ in 0..<2 {
-            await #expect(throws: TunnelClientLaunchError.self) {
+            await #expect(throws: TunnelLoginRefusedError.self) {
                 _ = try await Self.connect(fixture, identity, login: "alice", password: "guess")
             }
         }
         // Now even the right password is refused from this address, for the window.
-        await #expect(throws: TunnelClientLaunchError.self) {
+        await #expect(throws: TunnelLoginRefusedError.self) {
             _ = try await Self.connect(fixture, identity, login: "alice", password: "wonderland")
         }
         await fixture.stop()

@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
@@ -44,6 +45,12 @@ final class VPNLab {
     /// - Parameter pushRoutes: with, clients route only the destination network;
     ///   without, they route everything through the tunnel.
     func startServer(pushRoutes: Bool = true) async throws {
+        let process = try await launchServer(pushRoutes: pushRoutes)
+        serverProcess = process
+    }
+
+    /// Starts the server (again, after `stopServer`); its leases are kept in the lab's state folder.
+    func launchServer(pushRoutes: Bool = true) async throws -> ExternalProcess {
         let routes = pushRoutes
             ? "<key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>"
             : ""
@@ -62,20 +69,33 @@ final class VPNLab {
         let process = try lab.start(in: server, [
             BuiltPrograms.tunnelServer, "--host", "0.0.0.0", "--port", "4433", "--config", path,
             "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"), "--client-ca", pki.caFile,
-            "--tun", "stun0", "--log-level", "debug",
+            "--tun", "stun0", "--log-level", "debug", "--state-directory", directory + "/server-state",
         ])
-        serverProcess = process
         let output = await process.waitForOutput(containing: "IP layer on", timeout: 20)
         try #require(output != nil, "the server did not bring its IP layer up:\n\(process.outputSoFar)")
         _ = await process.waitForOutput(containing: "listening on", timeout: 20)
+        return process
+    }
+
+    /// Stops the server as SIGTERM would (its tunnels end cleanly) and waits until it is gone.
+    func stopServer() async {
+        serverProcess?.terminate()
+        _ = await serverProcess?.finish(timeout: 20)
+        serverProcess = nil
+    }
+
+    func restartServer(pushRoutes: Bool = true) async throws {
+        serverProcess = try await launchServer(pushRoutes: pushRoutes)
     }
 
     /// Starts `tunnel-client ip` in `namespace`; returns it once its tunnel is up (or nil with its output recorded).
+    /// Each device's client has its own certificate (common name `client-DEVICE`), so its own durable lease.
     func startClient(in namespace: String, serverAddress: String, device: String, expectUp: Bool = true) async throws -> ExternalProcess {
+        let identity = try pki.issueClient("client-\(device)")
         let process = try lab.start(in: namespace, [
             BuiltPrograms.tunnelClient, "ip", "--server", "\(serverAddress):4433", "--ca", pki.caFile,
-            "--cert", pki.certificatePath("client"), "--key", pki.keyPath("client"), "--server-name", "localhost",
-            "--tun", device, "--log-level", "info", "--control", directory + "/control-\(device).sock",
+            "--cert", pki.certificatePath(identity), "--key", pki.keyPath(identity), "--server-name", "localhost",
+            "--tun", device, "--log-level", "info", "--control", controlPath(device),
         ])
         if expectUp {
             let output = await process.waitForOutput(containing: "IP tunnel up", timeout: 20)
@@ -83,6 +103,8 @@ final class VPNLab {
         }
         return process
     }
+
+    func controlPath(_ device: String) -> String { directory + "/control-\(device).sock" }
 
     func cleanup() {
         lab.cleanup()
@@ -183,5 +205,56 @@ struct IPTunnelNamespaceTests {
         _ = try await vpn.startClient(in: third, serverAddress: "198.18.13.1", device: "stun3")
         let addresses = try vpn.lab.run(in: third, ["ip", "-4", "addr", "show", "dev", "stun3"]).standardOutput
         #expect(addresses.contains("10.90.0.2"), "\(addresses)")
+    }
+
+    /// Asks a client's control socket until its state is `state`; records the states seen.
+    func waitForState(_ state: TunnelClientState, control: String, seen: inout [TunnelClientState], timeout: Int = 30) async -> TunnelClientStatus? {
+        for _ in 0..<(timeout * 10) {
+            if let status = try? await ControlClient.request("status", path: control, group: MultiThreadedEventLoopGroup.singleton).status {
+                if seen.last != status.state { seen.append(status.state) }
+                if status.state == state { return status }
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func aClientReassertsAcrossAServerRestartAndGetsItsLeaseBack() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer()
+        let other = try vpn.clientNamespace(1)
+        let mine = try vpn.clientNamespace(2)
+        // Another client takes the lowest address first; ours gets the second.
+        let first = try await vpn.startClient(in: other, serverAddress: "198.18.11.1", device: "stun1")
+        let client = try await vpn.startClient(in: mine, serverAddress: "198.18.12.1", device: "stun2")
+        let control = vpn.controlPath("stun2")
+        var seen: [TunnelClientState] = []
+        let before = await waitForState(.connected, control: control, seen: &seen)
+        #expect(before?.lease == "10.90.0.3/32 on stun2", "\(String(describing: before))")
+
+        // The other client leaves, so the lowest address is free; then the server dies.
+        first.terminate()
+        try await Task.sleep(for: .milliseconds(500))
+        await vpn.stopServer()
+        let reasserting = await waitForState(.reasserting, control: control, seen: &seen)
+        #expect(reasserting != nil, "the client did not notice:\n\(client.outputSoFar)")
+        // Meanwhile the device keeps its address and routes: nothing for the destination leaks around the tunnel.
+        let routes = try vpn.lab.run(in: mine, ["ip", "route"]).standardOutput
+        #expect(routes.contains("198.18.2.0/24 dev stun2"), "\(routes)")
+
+        // A new server process, the same lease file: the client is back, on the same address rather than the lowest free one.
+        try await vpn.restartServer()
+        let after = await waitForState(.connected, control: control, seen: &seen)
+        #expect(after?.lease == "10.90.0.3/32 on stun2", "\(String(describing: after))\n\(client.outputSoFar)")
+        #expect(after?.reconnections == 1)
+        #expect(Array(seen.suffix(3)) == [.connected, .reasserting, .connected], "\(seen)")
+        let addresses = try vpn.lab.run(in: mine, ["ip", "-4", "addr", "show", "dev", "stun2"]).standardOutput
+        #expect(addresses.contains("10.90.0.3"), "\(addresses)")
+        let ping = try vpn.lab.run(in: mine, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+        #expect(ping.status == 0, "ping after the restart failed: \(ping.standardOutput)\n\(client.outputSoFar)")
+        let leases = try String(contentsOfFile: vpn.directory + "/server-state/leases.json", encoding: .utf8)
+        #expect(leases.contains("subject:CN=client-stun2") && leases.contains("10.90.0.3"), "\(leases)")
     }
 }

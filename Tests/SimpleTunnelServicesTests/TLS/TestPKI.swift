@@ -37,6 +37,16 @@ struct TestPKI {
         }
     }
 
+    /// Another client certificate from the test CA, for `name` (also its common name); returns `name` for the paths.
+    @discardableResult
+    func issueClient(_ name: String) throws -> String {
+        guard !FileManager.default.fileExists(atPath: certificatePath(name)) else { return name }
+        let identity = try CertificateMaker.make(.init(commonName: name, issuer: ca))
+        try Data(identity.certificatePEM).write(to: URL(fileURLWithPath: certificatePath(name)))
+        try Data(identity.privateKeyPEM).write(to: URL(fileURLWithPath: keyPath(name)))
+        return name
+    }
+
     func certificatePath(_ name: String) -> String { "\(directory)/\(name)-cert.pem" }
     func keyPath(_ name: String) -> String { "\(directory)/\(name)-key.pem" }
     var caFile: String { certificatePath("ca") }

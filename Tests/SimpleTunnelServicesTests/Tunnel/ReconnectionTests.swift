@@ -1,0 +1,187 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+@testable import SimpleTunnelServices
+
+@Suite("Client reconnection: reasserting keeps the listeners, backoff, --once, permanent failures", .serialized)
+struct ReconnectionTests {
+    /// A TLS server (self-signed, pinned by the client) that can be stopped and started again on the same port.
+    final class RestartableServer: Sendable {
+        let group: EventLoopGroup
+        let identity: SelfSignedIdentity
+        let users: UserDatabase?
+        let port: Int
+        private let running = NIOLockedValueBox<TunnelServer?>(nil)
+
+        init(group: EventLoopGroup, users: UserDatabase? = nil) async throws {
+            self.group = group
+            self.users = users
+            identity = try SelfSignedIdentity.loadOrCreate(directory: NSTemporaryDirectory() + "reconnect-\(UUID().uuidString)")
+            // A port that was free a moment ago: the server's own, stopped at once.
+            let probe = try await Self.startServer(port: 0, group: group, identity: identity, users: users)
+            port = probe.localAddress.port ?? 0
+            await probe.shutdown()
+        }
+
+        static func startServer(port: Int, group: EventLoopGroup, identity: SelfSignedIdentity, users: UserDatabase?) async throws -> TunnelServer {
+            var settings = TunnelServer.Settings()
+            settings.port = port
+            settings.tls = try TLSContext(configuration: identity.serverConfiguration())
+            settings.opener.resolver = StaticNameResolver()
+            settings.authentication = users.map { .init(users: $0) }
+            return try await TunnelServer.start(settings: settings, group: group, logger: TunnelFixture.logger)
+        }
+
+        func start() async throws {
+            let server = try await Self.startServer(port: port, group: group, identity: identity, users: users)
+            running.withLockedValue { $0 = server }
+        }
+
+        func stop() async {
+            await running.withLockedValue { $0 }?.shutdown()
+            running.withLockedValue { $0 = nil }
+        }
+
+        func clientSettings(pin: [UInt8]? = nil) throws -> TunnelClientConnection.Settings {
+            let trust = TLSConfiguration.Trust.pinnedSHA256([pin ?? identity.sha256Fingerprint])
+            return TunnelClientConnection.Settings(host: "127.0.0.1", port: port, tls: try TLSContext(configuration: .client(trust: trust)))
+        }
+
+        func remove() {
+            try? FileManager.default.removeItem(atPath: identity.directory)
+        }
+    }
+
+    static var quickBackoff: ReconnectBackoff {
+        var backoff = ReconnectBackoff()
+        backoff.initial = .milliseconds(50)
+        backoff.maximum = .milliseconds(200)
+        return backoff
+    }
+
+    /// Asks the control socket until the state is `state`; returns the states seen on the way.
+    static func waitForState(_ state: TunnelClientState, path: String, group: EventLoopGroup, seen: inout [TunnelClientState]) async throws -> TunnelClientStatus? {
+        for _ in 0..<500 {
+            if let status = try? await ControlClient.request("status", path: path, group: group).status {
+                if seen.last != status.state { seen.append(status.state) }
+                if status.state == state { return status }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    @Test func statusGoesConnectingConnectedReassertingConnectedAndTheForwardKeepsServing() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let server = try await RestartableServer(group: group)
+        let echo = try await LoopbackPeers.echoServer(group: group)
+        let echoPort = try #require(echo.localAddress?.port)
+        let path = NSTemporaryDirectory() + "reconnect-\(UUID().uuidString.prefix(8))/client.sock"
+        let forwardPort = NIOLockedValueBox<Int?>(nil)
+        let service = TunnelClientService(
+            settings: try server.clientSettings(), group: group, logger: TunnelFixture.logger, controlPath: path, reconnect: Self.quickBackoff
+        ) { tunnel, _ in
+            let forwarder = try await TCPPortForwarder.start(
+                bindHost: "127.0.0.1", bindPort: 0, destination: TunnelEndpoint(host: "127.0.0.1", port: echoPort), tunnel: tunnel,
+                logger: TunnelFixture.logger)
+            forwardPort.withLockedValue { $0 = forwarder.localAddress.port }
+            return [.init(close: { await forwarder.close() })]
+        }
+        // The client starts before its server: it keeps trying.
+        let run = Task { try await service.run() }
+        var seen: [TunnelClientState] = []
+        #expect(try await Self.waitForState(.connecting, path: path, group: group, seen: &seen) != nil)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(service.status.state == .connecting)
+
+        try await server.start()
+        let up = try await Self.waitForState(.connected, path: path, group: group, seen: &seen)
+        #expect(up?.tlsVersion == "TLSv1.3")
+        let port = try #require(forwardPort.withLockedValue { $0 })
+        let payload = ByteBuffer(string: "before the restart")
+        #expect(try await LoopbackPeers.exchange(payload, port: port, group: group) == payload)
+
+        // The server goes away: the client reasserts, and its forward still accepts (and closes at once).
+        await server.stop()
+        let reasserting = try await Self.waitForState(.reasserting, path: path, group: group, seen: &seen)
+        #expect(reasserting?.lastError?.contains("was lost") == true, "\(String(describing: reasserting))")
+        let duringOutage = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get()
+        try await duringOutage.closeFuture.get()
+
+        // Back again on the same port: the same forward carries flows through the new tunnel.
+        try await server.start()
+        let again = try await Self.waitForState(.connected, path: path, group: group, seen: &seen)
+        #expect(again?.reconnections == 1)
+        let after = ByteBuffer(string: "after the restart")
+        #expect(try await LoopbackPeers.exchange(after, port: port, group: group) == after)
+        #expect(seen == [.connecting, .connected, .reasserting, .connected])
+
+        _ = try await ControlClient.request("stop", path: path, group: group)
+        try await run.value
+        #expect(service.status.state == .disconnected)
+        await server.stop()
+        server.remove()
+        try await echo.close()
+        try await group.shutdownGracefully()
+    }
+
+    @Test func withoutReconnectionALostTunnelEndsTheRunWithAnError() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let server = try await RestartableServer(group: group)
+        try await server.start()
+        let service = TunnelClientService(settings: try server.clientSettings(), group: group, logger: TunnelFixture.logger, reconnect: nil) { _, _ in [] }
+        let run = Task { try await service.run() }
+        for _ in 0..<250 where service.status.state != .connected {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        await server.stop()
+        await #expect(throws: TunnelClientLaunchError.self) { try await run.value }
+        #expect(service.status.state == .disconnected)
+        server.remove()
+        try await group.shutdownGracefully()
+    }
+
+    @Test func aRefusedLoginOrAnUntrustedCertificateIsNotRetried() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        var users = UserDatabase()
+        users.set("alice", hash: try PasswordHash(password: "right", iterations: PasswordHash.minimumIterations))
+        let server = try await RestartableServer(group: group, users: users)
+        try await server.start()
+
+        var wrongPassword = try server.clientSettings()
+        wrongPassword.credentials = ("alice", "wrong")
+        let refused = TunnelClientService(settings: wrongPassword, group: group, logger: TunnelFixture.logger, reconnect: Self.quickBackoff) { _, _ in [] }
+        await #expect(throws: TunnelLoginRefusedError.self) { try await refused.run() }
+
+        var wrongPin = try server.clientSettings(pin: [UInt8](repeating: 7, count: 32))
+        wrongPin.credentials = ("alice", "right")
+        let untrusted = TunnelClientService(settings: wrongPin, group: group, logger: TunnelFixture.logger, reconnect: Self.quickBackoff) { _, _ in [] }
+        await #expect(throws: TLSError.pinnedCertificateMismatch) { try await untrusted.run() }
+
+        await server.stop()
+        server.remove()
+        try await group.shutdownGracefully()
+    }
+
+    /// The same numbers every time, for checking the backoff's bounds.
+    struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return state
+        }
+    }
+
+    @Test func theBackoffDoublesUpToItsMaximumWithJitterInTheUpperHalf() {
+        let backoff = ReconnectBackoff()
+        var generator = SeededGenerator(state: 42)
+        for attempt in 1...40 {
+            let ceiling = min(Int64(500_000_000) << min(attempt - 1, 20), 30_000_000_000)
+            let samples = (0..<50).map { _ in backoff.delay(beforeAttempt: attempt, using: &generator).nanoseconds }
+            #expect(samples.allSatisfy { $0 >= ceiling / 2 && $0 <= ceiling }, "attempt \(attempt)")
+            #expect(Set(samples).count > 1, "attempt \(attempt) has no jitter")
+        }
+    }
+}
