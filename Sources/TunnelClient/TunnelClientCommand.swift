@@ -6,7 +6,14 @@ import NIOPosix
 import ServiceLifecycle
 import SimpleTunnelServices
 
+/// A synchronous entry point, so the main thread lives on (see `BlockingMain`).
 @main
+enum TunnelClientMain {
+    static func main() {
+        BlockingMain.run { await TunnelClientCommand.main() }
+    }
+}
+
 struct TunnelClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tunnel-client",
@@ -56,10 +63,16 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(help: "Exit when the tunnel is lost instead of reconnecting.")
     var once = false
 
+    @Option(name: .customLong("run-as"), help: "Once the listeners (or the TUN device and routes) are set up, become this user; `ip` keeps only CAP_NET_ADMIN (start as root).")
+    var runAs: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default notice.")
     var logLevel: Logger.Level = .notice
 
     func validate() throws {
+        if let runAs {
+            do { _ = try Privileges.account(named: runAs) } catch { throw ValidationError("\(error)") }
+        }
         guard keepalive >= 0, keepalive.isFinite else { throw ValidationError("--keepalive \(keepalive): expected seconds, 0 for off") }
         _ = try launchOptions.connectionSettings()
     }
@@ -102,13 +115,23 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     /// Runs the client until SIGINT/SIGTERM or `tunnel-client stop` (or, with --once, until the tunnel is lost).
-    func run(_ startOffers: @escaping TunnelClientService.Offers) async throws {
+    /// With --run-as, privileges are dropped once the offers are up, keeping `capabilities` for later network changes.
+    func run(keeping capabilities: Set<Privileges.Capability> = [], _ startOffers: @escaping TunnelClientService.Offers) async throws {
         let logger = makeLogger()
+        let account = try runAs.map { name throws(PrivilegeError) in try Privileges.account(named: name) }
         let service = TunnelClientService(
             settings: try connectionSettings(), group: MultiThreadedEventLoopGroup.singleton,
             logger: logger, controlPath: control ?? ControlProtocol.defaultPath(), controlPathIsRequired: control != nil,
-            reconnect: once ? nil : ReconnectBackoff(), startOffers: startOffers
-        )
+            reconnect: once ? nil : ReconnectBackoff()
+        ) { current, status in
+            let offers = try await startOffers(current, status)
+            if let account {
+                try Privileges.drop(to: account, keeping: capabilities)
+                let kept = capabilities.isEmpty ? "no capabilities" : capabilities.map(\.description).sorted().joined(separator: ", ")
+                logger.notice("running as \(account.name) (uid \(account.uid)), keeping \(kept)")
+            }
+            return offers
+        }
         // `tunnel-client stop` ends the service normally; that ends the program normally too.
         let group = ServiceGroup(
             configuration: .init(
@@ -224,7 +247,9 @@ struct IP: AsyncParsableCommand {
         options.applyDNS = dns
         options.mtu = mtu
         let ipOptions = options
-        try await connection.run { current, status in
+        // Changing and undoing routes needs CAP_NET_ADMIN; restoring /etc/resolv.conf needs to write root's file.
+        let capabilities: Set<Privileges.Capability> = dns ? [.netAdmin, .dacOverride] : [.netAdmin]
+        try await connection.run(keeping: capabilities) { current, status in
             guard let tunnel = current.connection else { throw TunnelClientLaunchError("the tunnel closed before the IP flow could be opened") }
             let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, logger: Logger(label: "tunnel-client"))
             let showLease: @Sendable () -> Void = { status.setLease("\(session.settings.address)/\(session.settings.prefixLength) on \(session.deviceName)") }

@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import Logging
 import Prometheus
@@ -5,7 +6,14 @@ import NIOPosix
 import ServiceLifecycle
 import SimpleTunnelServices
 
+/// A synchronous entry point, so the main thread lives on (see `BlockingMain`).
 @main
+enum TunnelServerMain {
+    static func main() {
+        BlockingMain.run { await TunnelServerCommand.main() }
+    }
+}
+
 struct TunnelServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tunnel-server",
@@ -103,9 +111,15 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical. Default info.")
     var logLevel: Logger.Level = .info
 
+    @Option(name: .customLong("run-as"), help: "Once the TUN device, routes and listeners are set up, become this user, keeping only CAP_NET_ADMIN (start as root).")
+    var runAs: String?
+
     func validate() throws {
         if let metrics {
             do { _ = try TunnelClientLaunchOptions.parseEndpoint(metrics, option: "--metrics") } catch { throw ValidationError("\(error)") }
+        }
+        if let runAs {
+            do { _ = try Privileges.account(named: runAs) } catch { throw ValidationError("\(error)") }
         }
         if let tunAddress, IPv4Address(tunAddress) == nil {
             throw ValidationError("--tun-address \(tunAddress): expected an IPv4 address")
@@ -168,22 +182,32 @@ struct Serve: AsyncParsableCommand {
             metricsEndpoint = (endpoint, registry)
         }
         let identity = launch.selfSignedIdentity
+        let account = try runAs.map { name throws(PrivilegeError) in try Privileges.account(named: name) }
         var ipOptions = ServerIPLayerOptions()
         ipOptions.deviceName = tun
         ipOptions.deviceAddress = tunAddress.flatMap { IPv4Address($0) }
         ipOptions.mtu = mtu
         ipOptions.leaseFile = LeaseFile(path: (stateDirectory ?? SelfSignedIdentity.defaultDirectory()) + "/" + LeaseFile.defaultName)
+        let leaseFile = noIPLayer ? nil : ipOptions.leaseFile
         let service = TunnelServerService(
             settings: settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,
             ipLayer: noIPLayer ? nil : (launch.configuration, ipOptions),
             metricsEndpoint: metricsEndpoint
         ) { server in
-            guard let identity else { return }
-            let port = server.localAddress.port ?? 0
-            logger.notice(
-                "self-signed certificate \(identity.wasCreated ? "created" : "loaded") in \(identity.directory), SHA-256 \(identity.sha256FingerprintHex)"
-            )
-            logger.notice("connect with: \(identity.clientCommandLine(subcommand: "config", host: launch.settings.host, port: port))")
+            if let identity {
+                let port = server.localAddress.port ?? 0
+                logger.notice(
+                    "self-signed certificate \(identity.wasCreated ? "created" : "loaded") in \(identity.directory), SHA-256 \(identity.sha256FingerprintHex)"
+                )
+                logger.notice("connect with: \(identity.clientCommandLine(subcommand: "config", host: launch.settings.host, port: port))")
+            }
+            if let account {
+                try Privileges.drop(to: account, keeping: [.netAdmin])
+                logger.notice("running as \(account.name) (uid \(account.uid)), keeping CAP_NET_ADMIN for the TUN device's settings")
+                if let leaseFile, access((leaseFile.path as NSString).deletingLastPathComponent, W_OK) != 0 {
+                    logger.warning("\(account.name) cannot write \(leaseFile.path): leases will not survive a restart; give --state-directory a folder \(account.name) owns")
+                }
+            }
         }
         let group = ServiceGroup(
             configuration: .init(services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -42,4 +42,16 @@ int st_wake_fd_signal(int fd);
 /// error or hang-up without data, 0 on timeout, -1 with *error on failure.
 int st_poll_readable(int fd, int wake_fd, int timeout_ms, int *error);
 
+/// Drops the process to `uid`/`gid` (no supplementary groups) for good,
+/// keeping only the capabilities whose bits are set in `keep` (1 << CAP_x,
+/// x < 32). Every thread takes the new user and loses its capabilities; the
+/// calling thread keeps `keep` as effective, permitted, inheritable and
+/// ambient, so programs it starts (`ip`) have them too. On failure returns
+/// -1 with the step in *failed_step and errno in *error.
+enum {
+    ST_DROP_NONE = 0, ST_DROP_KEEPCAPS = 1, ST_DROP_GROUPS = 2, ST_DROP_GID = 3, ST_DROP_UID = 4,
+    ST_DROP_CAPSET = 5, ST_DROP_AMBIENT = 6, ST_DROP_VERIFY = 7
+};
+int st_drop_privileges(unsigned int uid, unsigned int gid, unsigned int keep, int *failed_step, int *error);
+
 #endif

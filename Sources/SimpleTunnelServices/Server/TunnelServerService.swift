@@ -11,20 +11,21 @@ public struct TunnelServerService: Service, CustomStringConvertible {
     private let settings: TunnelServer.Settings
     private let group: EventLoopGroup
     private let logger: Logger
-    private let onListening: @Sendable (TunnelServer) -> Void
+    private let onListening: @Sendable (TunnelServer) throws -> Void
     private let ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)?
     private let metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)?
 
     /// With `ipLayer`, the server brings up its TUN device first; when it
     /// cannot (not root, no /dev/net/tun), the IP layer is off, said in the
-    /// log, and IP opens get result 5.
+    /// log, and IP opens get result 5. `onListening` runs once everything is
+    /// bound (where `--run-as` drops privileges); an error from it stops the server.
     public init(
         settings: TunnelServer.Settings,
         group: EventLoopGroup,
         logger: Logger,
         ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)? = nil,
         metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)? = nil,
-        onListening: @escaping @Sendable (TunnelServer) -> Void = { _ in }
+        onListening: @escaping @Sendable (TunnelServer) throws -> Void = { _ in }
     ) {
         self.metricsEndpoint = metricsEndpoint
         self.settings = settings
@@ -53,7 +54,13 @@ public struct TunnelServerService: Service, CustomStringConvertible {
                 registry: metricsEndpoint.registry, group: group, logger: logger)
         }
         let server = try await TunnelServer.start(settings: settings, group: group, logger: logger)
-        onListening(server)
+        do {
+            try onListening(server)
+        } catch {
+            await server.shutdown()
+            await metrics?.close()
+            throw error
+        }
         // Serve until asked to stop, or until the listener dies on its own.
         await withGracefulShutdownHandler {
             try? await server.closeFuture.get()

@@ -44,13 +44,13 @@ final class VPNLab {
 
     /// - Parameter pushRoutes: with, clients route only the destination network;
     ///   without, they route everything through the tunnel.
-    func startServer(pushRoutes: Bool = true) async throws {
-        let process = try await launchServer(pushRoutes: pushRoutes)
+    func startServer(pushRoutes: Bool = true, arguments: [String] = []) async throws {
+        let process = try await launchServer(pushRoutes: pushRoutes, arguments: arguments)
         serverProcess = process
     }
 
     /// Starts the server (again, after `stopServer`); its leases are kept in the lab's state folder.
-    func launchServer(pushRoutes: Bool = true) async throws -> ExternalProcess {
+    func launchServer(pushRoutes: Bool = true, arguments: [String] = []) async throws -> ExternalProcess {
         let routes = pushRoutes
             ? "<key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>"
             : ""
@@ -70,7 +70,7 @@ final class VPNLab {
             BuiltPrograms.tunnelServer, "--host", "0.0.0.0", "--port", "4433", "--config", path,
             "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"), "--client-ca", pki.caFile,
             "--tun", "stun0", "--log-level", "debug", "--state-directory", directory + "/server-state",
-        ])
+        ] + arguments)
         let output = await process.waitForOutput(containing: "IP layer on", timeout: 20)
         try #require(output != nil, "the server did not bring its IP layer up:\n\(process.outputSoFar)")
         _ = await process.waitForOutput(containing: "listening on", timeout: 20)
@@ -90,13 +90,15 @@ final class VPNLab {
 
     /// Starts `tunnel-client ip` in `namespace`; returns it once its tunnel is up (or nil with its output recorded).
     /// Each device's client has its own certificate (common name `client-DEVICE`), so its own durable lease.
-    func startClient(in namespace: String, serverAddress: String, device: String, expectUp: Bool = true) async throws -> ExternalProcess {
+    func startClient(
+        in namespace: String, serverAddress: String, device: String, expectUp: Bool = true, arguments: [String] = []
+    ) async throws -> ExternalProcess {
         let identity = try pki.issueClient("client-\(device)")
         let process = try lab.start(in: namespace, [
             BuiltPrograms.tunnelClient, "ip", "--server", "\(serverAddress):4433", "--ca", pki.caFile,
             "--cert", pki.certificatePath(identity), "--key", pki.keyPath(identity), "--server-name", "localhost",
             "--tun", device, "--log-level", "info", "--control", controlPath(device),
-        ])
+        ] + arguments)
         if expectUp {
             let output = await process.waitForOutput(containing: "IP tunnel up", timeout: 20)
             #expect(output != nil, "the client did not come up:\n\(process.outputSoFar)")
@@ -256,5 +258,57 @@ struct IPTunnelNamespaceTests {
         #expect(ping.status == 0, "ping after the restart failed: \(ping.standardOutput)\n\(client.outputSoFar)")
         let leases = try String(contentsOfFile: vpn.directory + "/server-state/leases.json", encoding: .utf8)
         #expect(leases.contains("subject:CN=client-stun2") && leases.contains("10.90.0.3"), "\(leases)")
+    }
+
+    /// The Uid line and the capability sets of every thread of `pid`.
+    func credentials(of pid: Int32) throws -> (uids: String, threads: [(permitted: UInt64, effective: UInt64, ambient: UInt64)]) {
+        func field(_ name: String, in text: String) -> String {
+            text.split(separator: "\n").first { $0.hasPrefix(name + ":") }.map { $0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces) } ?? ""
+        }
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        let threads = tasks.compactMap { task -> (UInt64, UInt64, UInt64)? in
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else { return nil }
+            return (UInt64(field("CapPrm", in: text), radix: 16) ?? .max, UInt64(field("CapEff", in: text), radix: 16) ?? .max,
+                    UInt64(field("CapAmb", in: text), radix: 16) ?? .max)
+        }
+        return (field("Uid", in: status), threads.map { (permitted: $0.0, effective: $0.1, ambient: $0.2) })
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func withRunAsBothEndsBecomeNobodyKeepingOnlyNetAdminAndStillUndoTheirSettings() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        // The state folder belongs to the user the server becomes, as a systemd StateDirectory would.
+        let state = vpn.directory + "/server-state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        #expect(chown(state, 65534, 65534) == 0)
+        try await vpn.startServer(pushRoutes: false, arguments: ["--run-as", "nobody"])
+        let server = try #require(vpn.serverProcess)
+        _ = await server.waitForOutput(containing: "running as nobody", timeout: 10)
+        let namespace = try vpn.clientNamespace(1)
+        let client = try await vpn.startClient(in: namespace, serverAddress: "198.18.11.1", device: "stun1", arguments: ["--run-as", "nobody"])
+        _ = await client.waitForOutput(containing: "running as nobody", timeout: 10)
+
+        let netAdmin: UInt64 = 1 << 12
+        for (name, process) in [("server", server), ("client", client)] {
+            let (uids, threads) = try credentials(of: process.processIdentifier)
+            #expect(uids.split(whereSeparator: \.isWhitespace) == ["65534", "65534", "65534", "65534"], "\(name): Uid \(uids)\n\(process.outputSoFar)")
+            #expect(threads.allSatisfy { $0.permitted & ~netAdmin == 0 }, "\(name) kept more than CAP_NET_ADMIN: \(threads)")
+            #expect(threads.contains { $0.effective == netAdmin && $0.ambient == netAdmin }, "\(name): no thread keeps CAP_NET_ADMIN: \(threads)")
+        }
+        #expect(!server.outputSoFar.contains("cannot save leases"), "\(server.outputSoFar)")
+        let ping = try vpn.lab.run(in: namespace, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+        #expect(ping.status == 0, "ping failed: \(ping.standardOutput)\n\(client.outputSoFar)")
+
+        // Stopped through its control socket, the unprivileged client still removes what it added outside its device.
+        _ = try await ControlClient.request("stop", path: vpn.controlPath("stun1"), group: MultiThreadedEventLoopGroup.singleton)
+        let result = await client.finish(timeout: 20)
+        #expect(result.status == 0, "\(result.output)")
+        #expect(!result.output.contains("could not undo"), "\(result.output)")
+        let routes = try vpn.lab.run(in: namespace, ["ip", "route"]).standardOutput
+        #expect(!routes.contains("198.18.11.1 dev uplink"), "the pinned route to the server stayed: \(routes)")
+        let ipv6 = try vpn.lab.run(in: namespace, ["ip", "-6", "route", "show", "table", "all"]).standardOutput
+        #expect(!ipv6.contains("blackhole"), "\(ipv6)")
     }
 }

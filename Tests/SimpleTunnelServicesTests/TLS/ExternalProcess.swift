@@ -48,6 +48,8 @@ final class ExternalProcess: @unchecked Sendable {
 
     var outputSoFar: String { collected.text }
 
+    var processIdentifier: Int32 { process.processIdentifier }
+
     /// Waits for the process to exit (terminating it after `timeout`).
     func finish(timeout: Double = 30) async -> (status: Int32, output: String) {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))

@@ -17,8 +17,19 @@ struct ResolvConfFile: Sendable, Hashable {
         let createdDirectory: String?
     }
 
-    /// Saves the current contents, then replaces them.
+    /// Saves the current contents, then replaces them (where the process's capabilities are).
     func replace(with contents: String) throws(NetworkConfigurationError) -> Backup {
+        let file = self
+        return try Privileges.run { () -> Result<Backup, NetworkConfigurationError> in
+            do throws(NetworkConfigurationError) {
+                return .success(try file.replaceHere(with: contents))
+            } catch {
+                return .failure(error)
+            }
+        }.get()
+    }
+
+    private func replaceHere(with contents: String) throws(NetworkConfigurationError) -> Backup {
         let original = try read()
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var createdDirectory: String?
@@ -43,7 +54,18 @@ struct ResolvConfFile: Sendable, Hashable {
         return Array(data)
     }
 
+    /// Restores where the process's capabilities are (one thread after `--run-as`).
     static func restore(_ backup: Backup) throws(NetworkConfigurationError) {
+        try Privileges.run { () -> Result<Void, NetworkConfigurationError> in
+            do throws(NetworkConfigurationError) {
+                return .success(try restoreHere(backup))
+            } catch {
+                return .failure(error)
+            }
+        }.get()
+    }
+
+    private static func restoreHere(_ backup: Backup) throws(NetworkConfigurationError) {
         if let original = backup.original {
             try write(original, to: backup.path)
             return

@@ -54,7 +54,18 @@ public struct SystemCommandRunner: CommandRunning {
         return searchPath.lazy.map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// Runs where the process's network capabilities are: after `--run-as`, only one thread keeps them.
     public func run(_ command: [String], timeout: Duration) throws(NetworkConfigurationError) -> CommandResult {
+        try Privileges.run { () -> Result<CommandResult, NetworkConfigurationError> in
+            do throws(NetworkConfigurationError) {
+                return .success(try runHere(command, timeout: timeout))
+            } catch {
+                return .failure(error)
+            }
+        }.get()
+    }
+
+    private func runHere(_ command: [String], timeout: Duration) throws(NetworkConfigurationError) -> CommandResult {
         guard let program = command.first else {
             throw .launchFailed(command: command, reason: "empty command")
         }
