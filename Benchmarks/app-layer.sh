@@ -401,4 +401,4 @@ done
 python3 "$HELPER" report --results "$RESULTS" --json-out "$OUT_JSON" --runs "$RUNS" --duration "$DURATION" \
     --flows "$FLOWS" --flow-seconds "$FLOW_SECONDS" --concurrency "$CONCURRENCY" --idle "$IDLE" --ssh-cipher "$SSH_CIPHER" \
     --stunnel-tls "$STUNNEL_TLS (as an OpenSSL-default client negotiates)" \
-    --ours-tls "TLS 1.3, client offers TLS_AES_128_GCM_SHA256 first"
+    --ours-tls "TLS 1.3, client offers TLS_AES_128_GCM_SHA256 first" --flow-generator "$FLOW_GENERATOR"
