@@ -380,7 +380,8 @@ def report(args):
     print("", file=out)
     print("Throughput is iperf3's receiver figure; sender figures are in the JSON. KiB/idle flow is VmRSS growth "
           "of the forwarding processes / flows held.", file=out)
-    print("flows/s: connect, 64-byte round trip, close (Python load generator and echo sink; they cap the direct row).",
+    generator = "native C" if args.flow_generator == "c" else "Python"
+    print(f"flows/s: connect, 64-byte round trip, close ({generator} load generator, Python echo sink; they cap the direct row).",
           file=out)
     print("ERROR: every run failed; *: median of the runs that succeeded (errors below).", file=out)
     print("", file=out)
@@ -412,7 +413,7 @@ def report(args):
         "parameters": {"runs": args.runs, "duration_seconds": args.duration, "flows": args.flows,
                        "flow_seconds": args.flow_seconds,
                        "concurrency": args.concurrency, "idle_flows": args.idle},
-        "ssh_cipher": args.ssh_cipher, "stunnel_tls": args.stunnel_tls, "ours_tls": args.ours_tls,
+        "ssh_cipher": args.ssh_cipher, "stunnel_tls": args.stunnel_tls, "ours_tls": args.ours_tls, "flow_generator": args.flow_generator,
         "medians": {k: {kk: vv for kk, vv in v.items() if kk != "runs"} for k, v in summary.items()},
         "ratios": ratios,
         "targets": [{"name": n, "value": v, "target": t, "result": res} for n, v, t, res in targets],
@@ -473,6 +474,7 @@ def main():
     p.add_argument("--ssh-cipher", default="unknown")
     p.add_argument("--stunnel-tls", default="unknown")
     p.add_argument("--ours-tls", default="unknown")
+    p.add_argument("--flow-generator", choices=["python", "c"], default="python")
     p.set_defaults(func=report)
 
     args = parser.parse_args()

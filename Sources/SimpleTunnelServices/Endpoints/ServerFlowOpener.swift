@@ -108,11 +108,9 @@ public final class ServerFlowOpener: FlowOpener {
         let boundEndpoint = NIOLoopBound(endpoint, eventLoop: eventLoop)
         ClientBootstrap(group: eventLoop)
             .connectTimeout(settings.connectTimeout)
-            .channelOption(.allowRemoteHalfClosure, value: true)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .channelOption(.writeBufferWaterMark, value: StreamFlowEndpoint.writeBufferWaterMark)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try FlowSocketOptions.apply(to: channel)
                     try channel.pipeline.syncOperations.addHandler(boundEndpoint.value)
                 }
             }

@@ -70,6 +70,12 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     /// pending writes, and the bytes a peer sent before closing must arrive.
     private func afterPendingWrites(_ body: @escaping (ChannelHandlerContext) -> Void) {
         guard let context else { return }
+        // Usually everything has gone already (every flow closes this way): then
+        // act at once rather than send an empty write through NIO to find out.
+        if let buffered = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes), buffered == 0 {
+            body(context)
+            return
+        }
         let promise = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: promise)
         promise.futureResult.assumeIsolated().whenComplete { [weak self] _ in

@@ -151,9 +151,9 @@ extension TunnelMultiplexer {
     // MARK: Open (server)
 
     private func receiveOpen(_ request: TunnelOpenRequest, for identifier: TunnelConnectionIdentifier, opener: FlowOpener) {
-        var metadata: Logger.Metadata = ["flow": "\(identifier)", "request": "\(request)"]
+        // Metadata is built only when a line is logged: an open is on every flow's path.
         guard flows[identifier] == nil else {
-            logger.notice("refusing open of an identifier in use", metadata: metadata)
+            logger.notice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
             metrics?.openResult(.invalidParameter)
             sendControl(.openResult(identifier: identifier, result: .invalidParameter))
             return
@@ -162,8 +162,7 @@ extension TunnelMultiplexer {
         if flows.count >= limits.maximumFlows
             || (kind == .udp && flows.values.lazy.filter { $0.kind == .udp }.count >= limits.maximumUDPFlows)
         {
-            metadata["reason"] = "flow limit reached"
-            logger.notice("refusing open", metadata: metadata)
+            logger.notice("refusing open", metadata: ["flow": "\(identifier)", "request": "\(request)", "reason": "flow limit reached"])
             metrics?.openResult(.refused)
             sendControl(.openResult(identifier: identifier, result: .refused))
             return
@@ -175,7 +174,6 @@ extension TunnelMultiplexer {
     }
 
     private func openCompleted(_ identifier: TunnelConnectionIdentifier, request: TunnelOpenRequest, result: Result<OpenedFlow, FlowOpenFailure>) {
-        var metadata: Logger.Metadata = ["flow": "\(identifier)", "request": "\(request)"]
         guard !isClosed, var flow = flows[identifier] else {
             if case .success(let opened) = result { opened.endpoint.close() }
             return
@@ -184,7 +182,7 @@ extension TunnelMultiplexer {
         case (.success(let opened), .cancelled):
             opened.endpoint.close()
             flows[identifier] = nil
-            logger.debug("open completed after the peer closed the flow", metadata: metadata)
+            logger.debug("open completed after the peer closed the flow", metadata: ["flow": "\(identifier)", "request": "\(request)"])
         case (.success(let opened), .opening(let early, _)):
             flow.phase = .open
             flow.endpoint = opened.endpoint
@@ -192,7 +190,8 @@ extension TunnelMultiplexer {
             statistics.flowsOpened += 1
             metrics?.flowOpened(flow.kind)
             metrics?.openResult(.success)
-            logger.info("flow opened", metadata: metadata)
+            // Debug, not info: one line per flow costs a busy server more than the flow itself.
+            logger.debug("flow opened", metadata: ["flow": "\(identifier)", "request": "\(request)"])
             sendControl(.openResult(identifier: identifier, result: .success, configuration: opened.configuration))
             for data in early {
                 opened.endpoint.write(data, to: nil)
@@ -209,9 +208,9 @@ extension TunnelMultiplexer {
             afterQueueChange(identifier)
         case (.failure(let failure), _):
             flows[identifier] = nil
-            metadata["result"] = "\(failure.result)"
-            metadata["reason"] = "\(failure.reason)"
-            logger.notice("open failed", metadata: metadata)
+            logger.notice(
+                "open failed",
+                metadata: ["flow": "\(identifier)", "request": "\(request)", "result": "\(failure.result)", "reason": "\(failure.reason)"])
             metrics?.openResult(failure.result)
             if case .opening = flow.phase {
                 sendControl(.openResult(identifier: identifier, result: failure.result))

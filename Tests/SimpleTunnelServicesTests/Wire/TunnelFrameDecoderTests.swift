@@ -1,6 +1,5 @@
 import NIOCore
 import NIOEmbedded
-import NIOTestUtils
 import Testing
 @testable import SimpleTunnelServices
 
@@ -13,17 +12,65 @@ struct TunnelFrameDecoderTests {
         return frame
     }
 
+    /// Feeds `stream` in pieces of `pieceSize` bytes; returns the payloads that came out.
+    static func decode(_ stream: ByteBuffer, pieceSize: Int) throws -> [ByteBuffer] {
+        let channel = EmbeddedChannel(handler: TunnelFrameDecoder())
+        var stream = stream
+        while let piece = stream.readSlice(length: min(pieceSize, stream.readableBytes)), piece.readableBytes > 0 {
+            try channel.writeInbound(piece)
+        }
+        var payloads: [ByteBuffer] = []
+        while let payload = try channel.readInbound(as: ByteBuffer.self) {
+            payloads.append(payload)
+        }
+        #expect(try channel.finish().isClean)
+        return payloads
+    }
+
     @Test func decodesByteByByteMessageByMessageAndAllAtOnce() throws {
-        let payloads = [ByteBuffer(string: "a"), ByteBuffer(counter: 300), ByteBuffer(counter: 20_000)]
-        try ByteToMessageDecoderVerifier.verifyDecoder(
-            inputOutputPairs: payloads.map { (Self.frame($0), [$0]) },
-            decoderFactory: { TunnelFrameDecoder() }
-        )
+        let payloads = [ByteBuffer(string: "a"), ByteBuffer(counter: 300), ByteBuffer(counter: 20_000), ByteBuffer(counter: 131_068)]
+        var stream = ByteBuffer()
+        for payload in payloads {
+            stream.writeImmutableBuffer(Self.frame(payload))
+        }
+        // Every split point: inside headers, inside payloads, several frames per piece.
+        for pieceSize in [1, 2, 3, 5, 7, 1000, 16_384, 65_536, stream.readableBytes] {
+            #expect(try Self.decode(stream, pieceSize: pieceSize) == payloads, "pieces of \(pieceSize) bytes")
+        }
+        // Message by message.
+        let channel = EmbeddedChannel(handler: TunnelFrameDecoder())
+        for payload in payloads {
+            try channel.writeInbound(Self.frame(payload))
+            #expect(try channel.readInbound(as: ByteBuffer.self) == payload)
+        }
+        #expect(try channel.finish().isClean)
+    }
+
+    @Test func passesWholeFramesOnAsSlicesOfTheRead() throws {
+        let channel = EmbeddedChannel(handler: TunnelFrameDecoder())
+        var stream = Self.frame(ByteBuffer(counter: 1000))
+        stream.writeImmutableBuffer(Self.frame(ByteBuffer(counter: 2000)))
+        let storage = stream.withUnsafeReadableBytes { $0.baseAddress }
+        try channel.writeInbound(stream)
+        let first = try #require(try channel.readInbound(as: ByteBuffer.self))
+        let second = try #require(try channel.readInbound(as: ByteBuffer.self))
+        #expect(first.withUnsafeReadableBytes { $0.baseAddress } == storage.map { $0 + 4 })
+        #expect(second.withUnsafeReadableBytes { $0.baseAddress } == storage.map { $0 + 1008 })
+    }
+
+    @Test func refusesAnOversizedLengthSplitAcrossReads() throws {
+        let channel = EmbeddedChannel(handler: TunnelFrameDecoder())
+        var header = ByteBuffer()
+        header.writeInteger(UInt32(TunnelWireLimits.maximumFrameLength + 1), endianness: .little)
+        try channel.writeInbound(header.getSlice(at: 0, length: 2)!)
+        #expect(throws: TunnelWireError.frame(.lengthTooLarge(TunnelWireLimits.maximumFrameLength + 1))) {
+            try channel.writeInbound(header.getSlice(at: 2, length: 2)!)
+        }
     }
 
     @Test(arguments: [0, 1, 4])
     func refusesLengthsBelowFive(length: UInt32) throws {
-        let channel = EmbeddedChannel(handler: ByteToMessageHandler(TunnelFrameDecoder()))
+        let channel = EmbeddedChannel(handler: TunnelFrameDecoder())
         var bytes = ByteBuffer()
         bytes.writeInteger(length, endianness: .little)
         #expect(throws: TunnelWireError.frame(.lengthTooSmall(Int(length)))) {
@@ -32,7 +79,7 @@ struct TunnelFrameDecoderTests {
     }
 
     @Test func refusesAnOversizedLengthFromTheHeaderAlone() throws {
-        let channel = EmbeddedChannel(handler: ByteToMessageHandler(TunnelFrameDecoder()))
+        let channel = EmbeddedChannel(handler: TunnelFrameDecoder())
         var header = ByteBuffer()
         header.writeInteger(UInt32(TunnelWireLimits.maximumFrameLength + 1), endianness: .little)
         #expect(throws: TunnelWireError.frame(.lengthTooLarge(TunnelWireLimits.maximumFrameLength + 1))) {
@@ -41,7 +88,7 @@ struct TunnelFrameDecoderTests {
     }
 
     @Test func reportsAStreamThatEndsInsideAFrame() throws {
-        let channel = EmbeddedChannel(handler: ByteToMessageHandler(TunnelFrameDecoder()))
+        let channel = EmbeddedChannel(handler: TunnelFrameDecoder())
         var partial = Self.frame(ByteBuffer(counter: 100))
         partial.moveWriterIndex(to: 50)
         try channel.writeInbound(partial)

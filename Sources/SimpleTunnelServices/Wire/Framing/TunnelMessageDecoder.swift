@@ -40,7 +40,7 @@ extension ChannelPipeline.SynchronousOperations {
     /// Adds the frame and message codecs: bytes in, `TunnelInboundMessage` out;
     /// `TunnelMessage` in, frames out.
     public func addTunnelMessageCodec() throws {
-        try addHandler(ByteToMessageHandler(TunnelFrameDecoder()))
+        try addHandler(TunnelFrameDecoder())
         try addHandler(MessageToByteHandler(TunnelMessageEncoder()))
         try addHandler(TunnelMessageDecoder())
     }

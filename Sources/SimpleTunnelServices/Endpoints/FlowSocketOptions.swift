@@ -1,0 +1,14 @@
+import NIOCore
+
+/// Options of a flow's TCP socket (accepted on a client's listener, or
+/// connected by the server), set from the channel initializer: a bootstrap's
+/// own options are applied through a chain of futures, which every flow paid.
+enum FlowSocketOptions {
+    static func apply(to channel: Channel) throws {
+        guard let options = channel.syncOptions else { return }
+        // A FIN from the application arrives as `inputClosed`; the other direction keeps working.
+        try options.setOption(.allowRemoteHalfClosure, value: true)
+        try options.setOption(.writeBufferWaterMark, value: StreamFlowEndpoint.writeBufferWaterMark)
+        // TCP_NODELAY is left to the bootstrap, which sets it by default.
+    }
+}
