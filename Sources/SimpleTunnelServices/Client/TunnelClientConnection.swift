@@ -86,7 +86,7 @@ public final class TunnelClientConnection: Sendable {
             activePromise.fail(error)
             loginPromise.fail(error)
             configurationPromise.fail(error)
-            throw error
+            throw TunnelConnectError(error, host: settings.host, port: settings.port)
         }
         channel.closeFuture.whenComplete { _ in
             activePromise.fail(TunnelClosedError())

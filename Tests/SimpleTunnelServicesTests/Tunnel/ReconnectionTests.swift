@@ -103,8 +103,14 @@ struct ReconnectionTests {
         let payload = ByteBuffer(string: "before the restart")
         #expect(try await LoopbackPeers.exchange(payload, port: port, group: group) == payload)
 
+        // A connection open through the forward when the tunnel drops is closed, not left hanging.
+        let openAtTheDrop = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get()
+        try await openAtTheDrop.writeAndFlush(ByteBuffer(string: "in flight"))
+        try await Task.sleep(for: .milliseconds(100))
+
         // The server goes away: the client reasserts, and its forward still accepts (and closes at once).
         await server.stop()
+        try await openAtTheDrop.closeFuture.get()
         let reasserting = try await Self.waitForState(.reasserting, path: path, group: group, seen: &seen)
         #expect(reasserting?.lastError?.contains("was lost") == true, "\(String(describing: reasserting))")
         let duringOutage = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get()
