@@ -202,8 +202,9 @@ struct Serve: AsyncParsableCommand {
                 logger.notice("connect with: \(identity.clientCommandLine(subcommand: "config", host: launch.settings.host, port: port))")
             }
             if let account {
-                try Privileges.drop(to: account, keeping: [.netAdmin])
-                logger.notice("running as \(account.name) (uid \(account.uid)), keeping CAP_NET_ADMIN for the TUN device's settings")
+                // Undoing the TUN device's settings needs CAP_NET_ADMIN; without an IP layer nothing is kept.
+                try Privileges.drop(to: account, keeping: leaseFile == nil ? [] : [.netAdmin])
+                logger.notice("running as \(account.name) (uid \(account.uid))\(leaseFile == nil ? "" : ", keeping CAP_NET_ADMIN for the TUN device's settings")")
                 if let leaseFile, access((leaseFile.path as NSString).deletingLastPathComponent, W_OK) != 0 {
                     logger.warning("\(account.name) cannot write \(leaseFile.path): leases will not survive a restart; give --state-directory a folder \(account.name) owns")
                 }
