@@ -79,7 +79,9 @@ public struct TunnelClientService: Service, CustomStringConvertible {
                     guard reconnect != nil else { throw lost }
                     status.set(.reasserting)
                     logger.warning("tunnel lost; reconnecting (forwards and proxies stay; connections open now are closed)", metadata: ["server": "\(status.server)"])
-                    guard let next = try await bringUp(current: current, offers: offers, afterLoss: true, stopped: stopped.futureResult) else { return }
+                    guard let next = try await bringUp(
+                        current: current, offers: offers, afterLoss: true, stopped: stopped.futureResult, address: up.channel.remoteAddress?.ipAddress
+                    ) else { return }
                     tunnel = next
                 }
             } catch {
@@ -105,9 +107,18 @@ public struct TunnelClientService: Service, CustomStringConvertible {
     /// Failed attempts are retried with backoff (the first one at once),
     /// unless reconnection is off or the failure is one no retry can cure
     /// (a refused login, an untrusted certificate). Nil when stopped meanwhile.
+    ///
+    /// `address` is where the lost tunnel went: reconnections go there, not to
+    /// the name again, because while a full tunnel is down its DNS servers are
+    /// out of reach (the name is still what TLS verifies).
     private func bringUp(
-        current: CurrentTunnel, offers: [LocalOffer], afterLoss: Bool, stopped: EventLoopFuture<Void>
+        current: CurrentTunnel, offers: [LocalOffer], afterLoss: Bool, stopped: EventLoopFuture<Void>, address: String? = nil
     ) async throws -> TunnelClientConnection? {
+        var settings = self.settings
+        if let address {
+            settings.serverName = settings.serverName ?? settings.host
+            settings.host = address
+        }
         var generator = SystemRandomNumberGenerator()
         var attempt = 0
         while true {

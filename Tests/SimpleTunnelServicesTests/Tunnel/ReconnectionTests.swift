@@ -44,9 +44,9 @@ struct ReconnectionTests {
             running.withLockedValue { $0 = nil }
         }
 
-        func clientSettings(pin: [UInt8]? = nil) throws -> TunnelClientConnection.Settings {
+        func clientSettings(host: String = "127.0.0.1", pin: [UInt8]? = nil) throws -> TunnelClientConnection.Settings {
             let trust = TLSConfiguration.Trust.pinnedSHA256([pin ?? identity.sha256Fingerprint])
-            return TunnelClientConnection.Settings(host: "127.0.0.1", port: port, tls: try TLSContext(configuration: .client(trust: trust)))
+            return TunnelClientConnection.Settings(host: host, port: port, tls: try TLSContext(configuration: .client(trust: trust)))
         }
 
         func remove() {
@@ -80,8 +80,10 @@ struct ReconnectionTests {
         let echoPort = try #require(echo.localAddress?.port)
         let path = NSTemporaryDirectory() + "reconnect-\(UUID().uuidString.prefix(8))/client.sock"
         let forwardPort = NIOLockedValueBox<Int?>(nil)
+        // By name: the first connection resolves it, reconnections go to the address it had.
         let service = TunnelClientService(
-            settings: try server.clientSettings(), group: group, logger: TunnelFixture.logger, controlPath: path, reconnect: Self.quickBackoff
+            settings: try server.clientSettings(host: "localhost"), group: group, logger: TunnelFixture.logger, controlPath: path,
+            reconnect: Self.quickBackoff
         ) { tunnel, _ in
             let forwarder = try await TCPPortForwarder.start(
                 bindHost: "127.0.0.1", bindPort: 0, destination: TunnelEndpoint(host: "127.0.0.1", port: echoPort), tunnel: tunnel,
@@ -99,6 +101,7 @@ struct ReconnectionTests {
         try await server.start()
         let up = try await Self.waitForState(.connected, path: path, group: group, seen: &seen)
         #expect(up?.tlsVersion == "TLSv1.3")
+        #expect(up?.server == "localhost:\(server.port)")
         let port = try #require(forwardPort.withLockedValue { $0 })
         let payload = ByteBuffer(string: "before the restart")
         #expect(try await LoopbackPeers.exchange(payload, port: port, group: group) == payload)
