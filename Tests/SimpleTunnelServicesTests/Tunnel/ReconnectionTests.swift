@@ -73,13 +73,14 @@ struct ReconnectionTests {
         return nil
     }
 
-    @Test func statusGoesConnectingConnectedReassertingConnectedAndTheForwardKeepsServing() async throws {
+    @Test func statusGoesConnectingConnectedReassertingConnectedAndTheListenersKeepServing() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let server = try await RestartableServer(group: group)
         let echo = try await LoopbackPeers.echoServer(group: group)
         let echoPort = try #require(echo.localAddress?.port)
         let path = NSTemporaryDirectory() + "reconnect-\(UUID().uuidString.prefix(8))/client.sock"
         let forwardPort = NIOLockedValueBox<Int?>(nil)
+        let socksPort = NIOLockedValueBox<Int?>(nil)
         // By name: the first connection resolves it, reconnections go to the address it had.
         let service = TunnelClientService(
             settings: try server.clientSettings(host: "localhost"), group: group, logger: TunnelFixture.logger, controlPath: path,
@@ -89,7 +90,9 @@ struct ReconnectionTests {
                 bindHost: "127.0.0.1", bindPort: 0, destination: TunnelEndpoint(host: "127.0.0.1", port: echoPort), tunnel: tunnel,
                 logger: TunnelFixture.logger)
             forwardPort.withLockedValue { $0 = forwarder.localAddress.port }
-            return [.init(close: { await forwarder.close() })]
+            let proxy = try await SOCKSProxy.start(bindHost: "127.0.0.1", bindPort: 0, tunnel: tunnel, logger: TunnelFixture.logger)
+            socksPort.withLockedValue { $0 = proxy.localAddress.port }
+            return [.init(close: { await forwarder.close() }), .init(close: { await proxy.close() })]
         }
         // The client starts before its server: it keeps trying.
         let run = Task { try await service.run() }
@@ -118,6 +121,10 @@ struct ReconnectionTests {
         #expect(reasserting?.lastError?.contains("was lost") == true, "\(String(describing: reasserting))")
         let duringOutage = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get()
         try await duringOutage.closeFuture.get()
+        // The SOCKS proxy answers CONNECT with "network unreachable" (3) meanwhile.
+        let socks = try #require(socksPort.withLockedValue { $0 })
+        let reply = try await Self.socksConnect(to: echoPort, proxyPort: socks, group: group)
+        #expect(Array(reply.readableBytesView.prefix(4)) == [5, 0, 5, 3], "\(reply.readableBytesView.map { $0 })")
 
         // Back again on the same port: the same forward carries flows through the new tunnel.
         try await server.start()
@@ -134,6 +141,20 @@ struct ReconnectionTests {
         server.remove()
         try await echo.close()
         try await group.shutdownGracefully()
+    }
+
+    /// A SOCKS5 greeting and CONNECT to 127.0.0.1:`port`, sent at once; what the proxy answers until it closes.
+    static func socksConnect(to port: Int, proxyPort: Int, group: EventLoopGroup) async throws -> ByteBuffer {
+        let collector = CollectingHandler()
+        let channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) }
+            }
+            .connect(host: "127.0.0.1", port: proxyPort)
+            .get()
+        let received = collector.promise(on: channel.eventLoop)
+        try await channel.writeAndFlush(ByteBuffer(bytes: [5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, UInt8(port >> 8), UInt8(port & 0xFF)]))
+        return try await received.get()
     }
 
     @Test func withoutReconnectionALostTunnelEndsTheRunWithAnError() async throws {
