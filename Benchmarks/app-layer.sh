@@ -26,6 +26,8 @@
 #            Python helper: the same flow, with less CPU taken from the processes measured; the
 #            same generator serves every setup either way
 #   OURS_SERVER_ARGS="--log-level notice" OURS_CLIENT_ARGS=...   extra flags for our two programs
+#   MEASURE="tp1" ...   only these measurements (any of idle tp1 tp16 fps; default all four); the
+#            others show as missing in the table
 # A flows/s test stops after FLOWS flows or FLOW_SECONDS seconds, whichever comes first.
 # Output: a table on stdout (progress on stderr), benchmark-results/app-layer.json, and
 # every process's log in benchmark-results/app-layer-logs/ (git-ignored).
@@ -47,6 +49,9 @@ OURS_SERVER_ARGS=${OURS_SERVER_ARGS:-}
 OURS_CLIENT_ARGS=${OURS_CLIENT_ARGS:-}
 SKIP_BUILD=${SKIP_BUILD:-0}
 FLOW_GENERATOR=${FLOW_GENERATOR:-python}
+MEASURE=${MEASURE:-idle tp1 tp16 fps}
+MEASURE=" ${MEASURE//,/ } "
+measuring() { [[ "$MEASURE" == *" $1 "* ]]; }
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -356,23 +361,28 @@ for round in $(seq 1 "$RUNS"); do
     start_ssh "$round"
     start_stunnel "$round"
 
-    measure_idle "$round" ours "$OURS_ECHO" "$OURS_SERVER_PID" "$OURS_CLIENT_PID"
-    measure_idle "$round" ssh "$SSH_ECHO" "$SSHD_PID" "$SSH_PID"
-    measure_idle "$round" stunnel "$STUNNEL_ECHO" "$STUNNEL_SERVER_PID" "$STUNNEL_CLIENT_PID"
+    if measuring idle; then
+        measure_idle "$round" ours "$OURS_ECHO" "$OURS_SERVER_PID" "$OURS_CLIENT_PID"
+        measure_idle "$round" ssh "$SSH_ECHO" "$SSHD_PID" "$SSH_PID"
+        measure_idle "$round" stunnel "$STUNNEL_ECHO" "$STUNNEL_SERVER_PID" "$STUNNEL_CLIENT_PID"
+    fi
 
     for setup in direct ours ssh stunnel; do
+        measuring tp1 || break
         case $setup in
             direct) tp=$DIRECT_TP ;; ours) tp=$OURS_TP ;; ssh) tp=$SSH_TP ;; stunnel) tp=$STUNNEL_TP ;;
         esac
         measure_iperf "$round" "$setup" tp1 "$tp" 1
     done
     for setup in direct ours ssh stunnel; do
+        measuring tp16 || break
         case $setup in
             direct) tp=$DIRECT_TP ;; ours) tp=$OURS_TP ;; ssh) tp=$SSH_TP ;; stunnel) tp=$STUNNEL_TP ;;
         esac
         measure_iperf "$round" "$setup" tp16 "$tp" 16
     done
     for setup in direct ours ssh stunnel; do
+        measuring fps || break
         case $setup in
             direct) echo_port=$DIRECT_ECHO ;; ours) echo_port=$OURS_ECHO ;; ssh) echo_port=$SSH_ECHO ;; stunnel) echo_port=$STUNNEL_ECHO ;;
         esac
