@@ -4,8 +4,8 @@ import Testing
 @testable import SimpleTunnelServices
 
 /// Our client and server handlers on embedded channels, bytes shuttled by
-/// hand, so the records on the wire can be inspected.
-@Suite("TLS: writes packed into records")
+/// hand, so the records on the wire can be inspected and reads cut at will.
+@Suite("TLS: records on embedded channels")
 struct TLSRecordPackingTests {
     /// TLS 1.3 application data: 5-byte header, plaintext, content type, 16-byte tag.
     static let fullRecordLength = 16_384 + 1 + 16
@@ -44,27 +44,61 @@ struct TLSRecordPackingTests {
         #expect(completions == Array(sizes.indices), "every promise, in write order")
 
         try server.writeInbound(ciphertext)
-        var received = ByteBuffer()
-        while var chunk = try server.readInbound(as: ByteBuffer.self) {
-            received.writeBuffer(&chunk)
-        }
-        #expect(received == expected)
+        #expect(try Self.drainInbound(server) == expected)
         _ = try? client.finish()
         _ = try? server.finish()
     }
 
-    /// Moves bytes both ways until neither side has more to say.
-    static func shuttle(_ a: EmbeddedChannel, _ b: EmbeddedChannel) throws {
+    /// Moves bytes both ways until neither side has more to say, each
+    /// buffer cut into reads of at most `pieceSize` bytes.
+    static func shuttle(_ a: EmbeddedChannel, _ b: EmbeddedChannel, pieceSize: Int = .max) throws {
         var moved = true
         while moved {
             moved = false
             for (from, to) in [(a, b), (b, a)] {
-                while let bytes = try from.readOutbound(as: ByteBuffer.self) {
-                    try to.writeInbound(bytes)
+                while var bytes = try from.readOutbound(as: ByteBuffer.self) {
+                    while let piece = bytes.readSlice(length: min(pieceSize, bytes.readableBytes)), piece.readableBytes > 0 {
+                        to.pipeline.fireChannelRead(piece)
+                    }
+                    to.pipeline.fireChannelReadComplete()
                     moved = true
                 }
             }
         }
+    }
+
+    /// Ciphertext arriving in odd pieces, records split across reads, is
+    /// lent to OpenSSL buffer by buffer and loses nothing, handshake included.
+    @Test(arguments: [1, 7, 5_000])
+    func ciphertextInSmallPiecesArrivesIntact(pieceSize: Int) throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let client = EmbeddedChannel()
+        let server = EmbeddedChannel()
+        try client.pipeline.syncOperations.addHandler(
+            TLSHandler(context: TLSContext(configuration: .client(trust: .caFile(pki.caFile), serverName: "localhost"))))
+        try server.pipeline.syncOperations.addHandler(TLSHandler(context: TLSContext(configuration: pki.serverConfiguration())))
+        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 1)
+        try server.connect(to: address).wait()
+        try client.connect(to: address).wait()
+        let upstream = ByteBuffer(bytes: (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let downstream = ByteBuffer(bytes: (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        client.writeAndFlush(upstream, promise: nil)  // queued until the handshake completes
+        try Self.shuttle(client, server, pieceSize: pieceSize)
+        server.writeAndFlush(downstream, promise: nil)
+        try Self.shuttle(client, server, pieceSize: pieceSize)
+        #expect(try Self.drainInbound(server) == upstream)
+        #expect(try Self.drainInbound(client) == downstream)
+        _ = try? client.finish()
+        _ = try? server.finish()
+    }
+
+    static func drainInbound(_ channel: EmbeddedChannel) throws -> ByteBuffer {
+        var received = ByteBuffer()
+        while var chunk = try channel.readInbound(as: ByteBuffer.self) {
+            received.writeBuffer(&chunk)
+        }
+        return received
     }
 
     /// The length field of each TLS record in `bytes`.
