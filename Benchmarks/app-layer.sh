@@ -22,6 +22,8 @@
 #   Benchmarks/app-layer.sh
 #   DURATION=5 FLOWS=2000 FLOW_SECONDS=5 RUNS=5 IDLE=1000 CONCURRENCY=8 Benchmarks/app-layer.sh
 #   SKIP_BUILD=1 ...   use the release binaries already built
+#   OURS_BIN=DIR ...   run tunnel-server and tunnel-client from DIR instead (implies SKIP_BUILD=1),
+#            e.g. a saved build to compare before and after in the same conditions
 #   FLOW_GENERATOR=c ...   flows/s measured by Benchmarks/flow_rate.c (built with cc) instead of the
 #            Python helper: the same flow, with less CPU taken from the processes measured; the
 #            same generator serves every setup either way
@@ -48,6 +50,8 @@ FLOW_SECONDS=${FLOW_SECONDS:-5}
 OURS_SERVER_ARGS=${OURS_SERVER_ARGS:-}
 OURS_CLIENT_ARGS=${OURS_CLIENT_ARGS:-}
 SKIP_BUILD=${SKIP_BUILD:-0}
+OURS_BIN=${OURS_BIN:-}
+[ -z "$OURS_BIN" ] || SKIP_BUILD=1
 FLOW_GENERATOR=${FLOW_GENERATOR:-python}
 MEASURE=${MEASURE:-idle tp1 tp16 fps}
 MEASURE=" ${MEASURE//,/ } "
@@ -84,7 +88,7 @@ if [ "$SKIP_BUILD" != 1 ]; then
     swift build -c release --product tunnel-server >&2
     swift build -c release --product tunnel-client >&2
 fi
-BIN=$(swift build -c release --show-bin-path)
+BIN=${OURS_BIN:-$(swift build -c release --show-bin-path)}
 [ -x "$BIN/tunnel-server" ] && [ -x "$BIN/tunnel-client" ] || die "no release binaries in $BIN"
 
 # 1000 idle flows hold ~4 descriptors each across the helper, forwarders and sink.
