@@ -364,7 +364,7 @@ public final class TLSHandler: ChannelDuplexHandler {
     private func sendCiphertext(
         context: ChannelHandlerContext, completing promises: [EventLoopPromise<Void>], flush: FlushPolicy = .ifWritten
     ) {
-        guard let ciphertext = engine?.takeCiphertext(allocator: context.channel.allocator) else {
+        guard let ciphertext = engine?.takeCiphertext() else {
             for promise in promises { promise.succeed() }
             if flush == .always { context.flush() }
             return
