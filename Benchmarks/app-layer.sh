@@ -22,10 +22,14 @@
 #   Benchmarks/app-layer.sh
 #   DURATION=5 FLOWS=2000 FLOW_SECONDS=5 RUNS=5 IDLE=1000 CONCURRENCY=8 Benchmarks/app-layer.sh
 #   SKIP_BUILD=1 ...   use the release binaries already built
+#   OURS_BIN=DIR ...   run tunnel-server and tunnel-client from DIR instead (implies SKIP_BUILD=1),
+#            e.g. a saved build to compare before and after in the same conditions
 #   FLOW_GENERATOR=c ...   flows/s measured by Benchmarks/flow_rate.c (built with cc) instead of the
 #            Python helper: the same flow, with less CPU taken from the processes measured; the
 #            same generator serves every setup either way
 #   OURS_SERVER_ARGS="--log-level notice" OURS_CLIENT_ARGS=...   extra flags for our two programs
+#   MEASURE="tp1" ...   only these measurements (any of idle tp1 tp16 fps; default all four); the
+#            others show as missing in the table
 # A flows/s test stops after FLOWS flows or FLOW_SECONDS seconds, whichever comes first.
 # Output: a table on stdout (progress on stderr), benchmark-results/app-layer.json, and
 # every process's log in benchmark-results/app-layer-logs/ (git-ignored).
@@ -46,7 +50,12 @@ FLOW_SECONDS=${FLOW_SECONDS:-5}
 OURS_SERVER_ARGS=${OURS_SERVER_ARGS:-}
 OURS_CLIENT_ARGS=${OURS_CLIENT_ARGS:-}
 SKIP_BUILD=${SKIP_BUILD:-0}
+OURS_BIN=${OURS_BIN:-}
+[ -z "$OURS_BIN" ] || SKIP_BUILD=1
 FLOW_GENERATOR=${FLOW_GENERATOR:-python}
+MEASURE=${MEASURE:-idle tp1 tp16 fps}
+MEASURE=" ${MEASURE//,/ } "
+measuring() { [[ "$MEASURE" == *" $1 "* ]]; }
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -79,7 +88,7 @@ if [ "$SKIP_BUILD" != 1 ]; then
     swift build -c release --product tunnel-server >&2
     swift build -c release --product tunnel-client >&2
 fi
-BIN=$(swift build -c release --show-bin-path)
+BIN=${OURS_BIN:-$(swift build -c release --show-bin-path)}
 [ -x "$BIN/tunnel-server" ] && [ -x "$BIN/tunnel-client" ] || die "no release binaries in $BIN"
 
 # 1000 idle flows hold ~4 descriptors each across the helper, forwarders and sink.
@@ -356,23 +365,28 @@ for round in $(seq 1 "$RUNS"); do
     start_ssh "$round"
     start_stunnel "$round"
 
-    measure_idle "$round" ours "$OURS_ECHO" "$OURS_SERVER_PID" "$OURS_CLIENT_PID"
-    measure_idle "$round" ssh "$SSH_ECHO" "$SSHD_PID" "$SSH_PID"
-    measure_idle "$round" stunnel "$STUNNEL_ECHO" "$STUNNEL_SERVER_PID" "$STUNNEL_CLIENT_PID"
+    if measuring idle; then
+        measure_idle "$round" ours "$OURS_ECHO" "$OURS_SERVER_PID" "$OURS_CLIENT_PID"
+        measure_idle "$round" ssh "$SSH_ECHO" "$SSHD_PID" "$SSH_PID"
+        measure_idle "$round" stunnel "$STUNNEL_ECHO" "$STUNNEL_SERVER_PID" "$STUNNEL_CLIENT_PID"
+    fi
 
     for setup in direct ours ssh stunnel; do
+        measuring tp1 || break
         case $setup in
             direct) tp=$DIRECT_TP ;; ours) tp=$OURS_TP ;; ssh) tp=$SSH_TP ;; stunnel) tp=$STUNNEL_TP ;;
         esac
         measure_iperf "$round" "$setup" tp1 "$tp" 1
     done
     for setup in direct ours ssh stunnel; do
+        measuring tp16 || break
         case $setup in
             direct) tp=$DIRECT_TP ;; ours) tp=$OURS_TP ;; ssh) tp=$SSH_TP ;; stunnel) tp=$STUNNEL_TP ;;
         esac
         measure_iperf "$round" "$setup" tp16 "$tp" 16
     done
     for setup in direct ours ssh stunnel; do
+        measuring fps || break
         case $setup in
             direct) echo_port=$DIRECT_ECHO ;; ours) echo_port=$OURS_ECHO ;; ssh) echo_port=$SSH_ECHO ;; stunnel) echo_port=$STUNNEL_ECHO ;;
         esac

@@ -32,10 +32,6 @@ long ctls_BIO_get_mem_data(BIO *bio, char **data) {
     return BIO_get_mem_data(bio, data);
 }
 
-long ctls_BIO_set_mem_eof_return(BIO *bio, long value) {
-    return BIO_set_mem_eof_return(bio, value);
-}
-
 EVP_PKEY *ctls_generate_ec_p256_key(void) {
     return EVP_EC_gen("P-256");
 }

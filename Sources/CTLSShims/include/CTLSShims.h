@@ -16,7 +16,6 @@ int ctls_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list);
 long ctls_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode);
 int ctls_SSL_set_tlsext_host_name(SSL *ssl, const char *name);
 long ctls_BIO_get_mem_data(BIO *bio, char **data);
-long ctls_BIO_set_mem_eof_return(BIO *bio, long value);
 /// A fresh EC P-256 private key (EVP_EC_gen is a variadic macro), or NULL.
 EVP_PKEY *ctls_generate_ec_p256_key(void);
 /// The protocol version constants (macros) as values Swift can see.
@@ -27,4 +26,25 @@ int ctls_TLS1_3_VERSION(void);
 uint64_t ctls_default_options(void);
 /// XN_FLAG_RFC2253 combines several macros.
 unsigned long ctls_XN_FLAG_RFC2253(void);
+
+/// The state of a window BIO (ctls_window_bio_new). Reads take from `in`,
+/// lent by the caller for one OpenSSL call; an empty window asks to retry.
+/// Writes go to `out` up to `out_capacity`, also lent for one call, and what
+/// does not fit (or is written with no window lent) waits in `overflow`,
+/// in order: writes never fail for lack of room.
+typedef struct {
+    const uint8_t *in;
+    size_t in_length;
+    uint8_t *out;
+    size_t out_capacity;
+    size_t out_length;
+    uint8_t *overflow;
+    size_t overflow_length;
+    size_t overflow_capacity;
+} ctls_window;
+/// A new window BIO, or NULL.
+BIO *ctls_window_bio_new(void);
+ctls_window *ctls_window_bio_state(BIO *bio);
+/// Copies the overflow (overflow_length bytes) into `into` and empties it.
+void ctls_window_take_overflow(ctls_window *window, uint8_t *into);
 #endif

@@ -3,8 +3,9 @@ import CTLSShims
 import Foundation
 import NIOCore
 
-/// One `SSL *` over a pair of memory BIOs: ciphertext goes in and out as
-/// bytes, and every call answers complete / incomplete / failed. No pipeline
+/// One `SSL *` over a window BIO (CTLSShims): received buffers are lent to
+/// OpenSSL as they are, and it writes records straight into the buffer that
+/// goes to the socket. Every call answers complete / incomplete / failed. No pipeline
 /// logic here; `TLSHandler` decides what each answer means.
 ///
 /// Not thread-safe: owned by one handler on one event loop.
@@ -26,10 +27,16 @@ final class TLSEngine {
     }
 
     private var ssl: OpaquePointer?
-    /// Ciphertext from the network, read by OpenSSL. Owned by `ssl`.
-    private let networkIn: OpaquePointer
-    /// Ciphertext from OpenSSL, to send to the network. Owned by `ssl`.
-    private let networkOut: OpaquePointer
+    /// The window BIO's state: where OpenSSL reads and writes ciphertext. Owned by `ssl`.
+    private let window: UnsafeMutablePointer<ctls_window>
+    /// Ciphertext from the network, not yet consumed by OpenSSL: the buffers
+    /// the channel read, lent to OpenSSL one at a time (no copy).
+    private var incoming = CircularBuffer<ByteBuffer>()
+    private var incomingCount = 0
+    /// Ciphertext from OpenSSL, to send to the network.
+    private var outgoing: ByteBuffer?
+    private var lastTakenCount = 0
+    private let allocator = ByteBufferAllocator()
     /// The SSL keeps its SSL_CTX alive, but the verify callback's Swift state
     /// lives in the TLSContext, so the connection must keep that alive too.
     private let context: TLSContext
@@ -39,20 +46,14 @@ final class TLSEngine {
         guard let ssl = SSL_new(context.sslContext) else {
             throw .invalidConfiguration(OpenSSLErrorQueue.drain(fallback: "SSL_new failed"))
         }
-        let input = BIO_new(BIO_s_mem())
-        let output = BIO_new(BIO_s_mem())
-        guard let input, let output else {
-            BIO_free(input)
-            BIO_free(output)
+        guard let bio = ctls_window_bio_new(), let window = ctls_window_bio_state(bio) else {
             SSL_free(ssl)
             throw .invalidConfiguration("out of memory creating TLS buffers")
         }
-        // An empty input BIO means "wait for more", never end of file.
-        _ = ctls_BIO_set_mem_eof_return(input, -1)
-        SSL_set_bio(ssl, input, output)
+        // One BIO both ways; the SSL takes our one reference.
+        SSL_set_bio(ssl, bio, bio)
         self.ssl = ssl
-        self.networkIn = input
-        self.networkOut = output
+        self.window = window
         self.context = context
 
         let configuration = context.configuration
@@ -69,29 +70,29 @@ final class TLSEngine {
         release()
     }
 
-    /// Frees the `SSL *` (and its BIOs) now rather than at deinit.
+    /// Frees the `SSL *` (and its BIO) now rather than at deinit.
     func release() {
         if let ssl {
             SSL_free(ssl)
             self.ssl = nil
         }
+        incoming.removeAll()
+        incomingCount = 0
+        outgoing = nil
     }
 
     // MARK: Ciphertext in and out
 
     func receiveCiphertext(_ buffer: ByteBuffer) {
-        guard ssl != nil else { return }
-        buffer.withUnsafeReadableBytes { bytes in
-            guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-            // Memory BIOs grow; the write takes everything.
-            _ = BIO_write(networkIn, base, Int32(clamping: bytes.count))
-        }
+        guard ssl != nil, buffer.readableBytes > 0 else { return }
+        incoming.append(buffer)
+        incomingCount += buffer.readableBytes
     }
 
     /// Ciphertext received but not yet consumed by OpenSSL.
     var bufferedCiphertextCount: Int {
         guard ssl != nil else { return 0 }
-        return Int(BIO_ctrl_pending(networkIn))
+        return incomingCount
     }
 
     /// Plaintext OpenSSL has decrypted but not handed out yet.
@@ -103,19 +104,58 @@ final class TLSEngine {
     /// Ciphertext produced and not yet taken.
     var bufferedOutgoingCiphertextCount: Int {
         guard ssl != nil else { return 0 }
-        return Int(BIO_ctrl_pending(networkOut))
+        return (outgoing?.readableBytes ?? 0) + window.pointee.overflow_length
     }
 
     /// All ciphertext OpenSSL has produced, in one buffer; nil if none.
-    func takeCiphertext(allocator: ByteBufferAllocator) -> ByteBuffer? {
+    func takeCiphertext() -> ByteBuffer? {
         guard ssl != nil else { return nil }
-        let pending = Int(BIO_ctrl_pending(networkOut))
-        guard pending > 0 else { return nil }
-        var buffer = allocator.buffer(capacity: pending)
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: pending) { space in
-            Int(max(0, BIO_read(networkOut, space.baseAddress, Int32(clamping: pending))))
+        collectOverflow()
+        defer { outgoing = nil }
+        guard let outgoing, outgoing.readableBytes > 0 else { return nil }
+        lastTakenCount = Swift.min(outgoing.readableBytes, Self.maximumStartCapacity)
+        return outgoing
+    }
+
+    /// Runs `call` (one OpenSSL operation) with the received ciphertext lent
+    /// to the BIO, buffer by buffer while `call` wants more and more is here.
+    private func withIncoming<T>(_ wantsMore: (T) -> Bool, _ call: () -> T) -> T {
+        while true {
+            guard !incoming.isEmpty else { return call() }
+            let front = incoming.startIndex
+            let available = incoming[front].readableBytes
+            let (result, left) = incoming[front].withUnsafeReadableBytes { bytes -> (T, Int) in
+                // Valid only while this closure runs: taken back before it returns.
+                window.pointee.in = bytes.baseAddress.map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) }
+                window.pointee.in_length = bytes.count
+                let result = call()
+                let left = window.pointee.in_length
+                window.pointee.in = nil
+                window.pointee.in_length = 0
+                return (result, left)
+            }
+            incomingCount -= available - left
+            guard left == 0 else {
+                incoming[front].moveReaderIndex(forwardBy: available - left)
+                return result
+            }
+            incoming.removeFirst()
+            guard wantsMore(result), !incoming.isEmpty else { return result }
         }
-        return buffer
+    }
+
+    /// Moves what OpenSSL wrote outside a lent window (handshake, alerts,
+    /// a record too large for the window) to the end of `outgoing`.
+    private func collectOverflow() {
+        let count = window.pointee.overflow_length
+        guard count > 0 else { return }
+        var buffer = outgoing ?? allocator.buffer(capacity: count)
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { space in
+            guard let base = space.baseAddress else { return 0 }
+            ctls_window_take_overflow(window, base.assumingMemoryBound(to: UInt8.self))
+            return count
+        }
+        outgoing = buffer
     }
 
     // MARK: TLS operations
@@ -123,7 +163,7 @@ final class TLSEngine {
     func handshake() -> Step {
         guard let ssl else { return .failed(.closedBeforeHandshake) }
         OpenSSLErrorQueue.clear()
-        let result = SSL_do_handshake(ssl)
+        let result = withIncoming({ $0 != 1 && SSL_get_error(ssl, $0) == SSL_ERROR_WANT_READ }) { SSL_do_handshake(ssl) }
         if result == 1 { return .complete }
         switch SSL_get_error(ssl, result) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
@@ -139,7 +179,10 @@ final class TLSEngine {
         guard let base = space.baseAddress, space.count > 0 else { return .bytes(0) }
         OpenSSLErrorQueue.clear()
         var count = 0
-        if SSL_read_ex(ssl, base, space.count, &count) == 1 {
+        let accepted = withIncoming({ $0 != 1 && SSL_get_error(ssl, 0) == SSL_ERROR_WANT_READ }) {
+            SSL_read_ex(ssl, base, space.count, &count)
+        }
+        if accepted == 1 {
             return .bytes(count)
         }
         switch SSL_get_error(ssl, 0) {
@@ -152,31 +195,58 @@ final class TLSEngine {
         }
     }
 
-    /// Encrypts all of `buffer` into the outgoing ciphertext.
+    /// Encrypts all of `buffer` into the outgoing ciphertext, written by
+    /// OpenSSL straight into the buffer `takeCiphertext` returns.
     func write(_ buffer: ByteBuffer) -> Step {
         guard let ssl else { return .failed(.alreadyClosed) }
         guard buffer.readableBytes > 0 else { return .complete }
         OpenSSLErrorQueue.clear()
-        return buffer.withUnsafeReadableBytes { bytes -> Step in
-            var written = 0
-            if SSL_write_ex(ssl, bytes.baseAddress, bytes.count, &written) == 1 {
-                return .complete
-            }
-            switch SSL_get_error(ssl, 0) {
-            case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
-                // Cannot happen with a growing memory BIO and renegotiation off.
-                return .incomplete
-            default:
-                return .failed(.protocolFailure(reason: OpenSSLErrorQueue.drain(fallback: "SSL_write failed")))
+        collectOverflow()
+        // Room for every record's header, tag and padding; the overflow takes any excess.
+        let room = buffer.readableBytes + (buffer.readableBytes / 16_384 + 1) * Self.recordOverhead
+        // A batch's buffer starts as large as the last one taken, so bulk data rarely regrows it.
+        // Keep these large: with buffers of 64-128 KiB (or `TLSHandler.batchSize` 128 KiB) glibc
+        // trims its heap and faults the pages back in on every batch, which cost a third more CPU.
+        var ciphertext = outgoing ?? allocator.buffer(capacity: Swift.max(room, lastTakenCount))
+        outgoing = nil
+        var accepted: Int32 = 0
+        buffer.withUnsafeReadableBytes { bytes in
+            ciphertext.writeWithUnsafeMutableBytes(minimumWritableBytes: room) { space in
+                window.pointee.out = space.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                window.pointee.out_capacity = space.count
+                window.pointee.out_length = 0
+                var written = 0
+                accepted = SSL_write_ex(ssl, bytes.baseAddress, bytes.count, &written)
+                let produced = window.pointee.out_length
+                window.pointee.out = nil
+                window.pointee.out_capacity = 0
+                window.pointee.out_length = 0
+                return produced
             }
         }
+        outgoing = ciphertext
+        collectOverflow()
+        if accepted == 1 {
+            return .complete
+        }
+        switch SSL_get_error(ssl, 0) {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            // Cannot happen: the BIO always takes everything, and renegotiation is off.
+            return .incomplete
+        default:
+            return .failed(.protocolFailure(reason: OpenSSLErrorQueue.drain(fallback: "SSL_write failed")))
+        }
     }
+
+    /// Per-record bytes beyond the plaintext: header, content type, tag, CBC padding and IV at worst.
+    private static let recordOverhead = 5 + 1 + 16 + 256 + 16
+    private static let maximumStartCapacity = 2 * TLSHandler.batchSize + 64 * 1024
 
     /// Queues our close_notify. `.complete` once both sides' notifications are done.
     func shutdown() -> Step {
         guard let ssl else { return .complete }
         OpenSSLErrorQueue.clear()
-        let result = SSL_shutdown(ssl)
+        let result = withIncoming({ _ in false }) { SSL_shutdown(ssl) }
         if result == 1 { return .complete }
         if result == 0 { return .incomplete }
         switch SSL_get_error(ssl, result) {

@@ -7,9 +7,10 @@ import NIOTLS
 /// this type holds only pipeline logic, driven by one `State`.
 ///
 /// - Writes made before the handshake completes are queued, then sent together.
-/// - Afterwards writes are encrypted on flush, coalesced into one ciphertext
-///   buffer per flush (split every `batchSize` bytes, which also applies to
-///   unflushed writes so the channel's writability sees them).
+/// - Afterwards writes are encrypted on flush, packed into full TLS records
+///   (small writes gathered, large ones encrypted in place) and coalesced into
+///   one ciphertext buffer per flush (split every `batchSize` bytes, which
+///   also applies to unflushed writes so the channel's writability sees them).
 /// - Plaintext is delivered once per read burst, and still delivered when the
 ///   peer closes right after sending it.
 /// - `close` sends close_notify before closing the socket; a received
@@ -48,6 +49,8 @@ public final class TLSHandler: ChannelDuplexHandler {
     /// buffers stay bounded, and once this much is written (even unflushed) it
     /// moves into the channel's own outbound buffer, where writability sees it.
     static let batchSize = 256 * 1024
+    /// TLS's largest record plaintext: writes are packed into records this full.
+    static let recordSize = 16_384
 
     private var state: State = .idle
     /// Set while encrypting and emitting user data. Handing ciphertext down can
@@ -264,7 +267,7 @@ public final class TLSHandler: ChannelDuplexHandler {
         let available = engine.bufferedCiphertextCount + engine.bufferedPlaintextCount
         guard available > 0 else { return }
         // Plaintext never exceeds the ciphertext carrying it; the slack is one record.
-        let recordSize = 16_384
+        let recordSize = Self.recordSize
         var plaintext = context.channel.allocator.buffer(capacity: available + recordSize)
         var outcome: TLSEngine.ReadResult = .wouldBlock
         reading: while true {
@@ -301,7 +304,12 @@ public final class TLSHandler: ChannelDuplexHandler {
             return
         }
         isEncrypting = true
-        let finished = encryptAndEmitFlushedWrites(context: context)
+        // Before the user's flush, a last partial record waits for more writes.
+        var finished = encryptAndEmitFlushedWrites(context: context, wholeRecordsOnly: flush == .never)
+        if finished && flush == .never && flushRequestedWhileEncrypting {
+            // The user flushed meanwhile: the partial record goes too.
+            finished = encryptAndEmitFlushedWrites(context: context, wholeRecordsOnly: false)
+        }
         isEncrypting = false
         if finished && (flush == .always || flushRequestedWhileEncrypting) {
             context.flush()
@@ -314,34 +322,30 @@ public final class TLSHandler: ChannelDuplexHandler {
     }
 
     /// The loop behind `encryptFlushedWrites`, unflushed; false if the connection failed.
-    private func encryptAndEmitFlushedWrites(context: ChannelHandlerContext) -> Bool {
+    private func encryptAndEmitFlushedWrites(context: ChannelHandlerContext, wholeRecordsOnly: Bool) -> Bool {
         guard let engine else { return false }
         var completed: [EventLoopPromise<Void>] = []
-        while let (buffer, promise) = pendingWrites.popFlushed() {
-            var remaining = buffer
-            while remaining.readableBytes > 0 {
-                let length = min(remaining.readableBytes, Self.batchSize)
-                guard let piece = remaining.getSlice(at: remaining.readerIndex, length: length) else { break }
-                switch engine.write(piece) {
-                case .complete:
-                    remaining.moveReaderIndex(forwardBy: length)
-                case .incomplete:
-                    // Cannot happen with memory BIOs and no renegotiation; retried after the next read if it does.
-                    pendingWrites.pushBackFlushed(remaining, promise: promise)
-                    sendCiphertext(context: context, completing: completed, flush: .never)
-                    return true
-                case .failed(let error):
-                    promise?.fail(error)
-                    sendCiphertext(context: context, completing: completed, flush: .never)
-                    fail(context: context, error: error)
-                    return false
-                }
-                if engine.bufferedOutgoingCiphertextCount >= Self.batchSize {
-                    sendCiphertext(context: context, completing: completed, flush: .never)
-                    completed = []
-                }
+        while let chunk = pendingWrites.nextFlushedChunk(
+            recordSize: Self.recordSize, maximum: Self.batchSize, wholeRecordsOnly: wholeRecordsOnly)
+        {
+            switch engine.write(chunk.plaintext) {
+            case .complete:
+                completed.append(contentsOf: chunk.promises)
+            case .incomplete:
+                // Cannot happen with memory BIOs and no renegotiation; retried after the next read if it does.
+                pendingWrites.pushBackFlushed(chunk.plaintext, promise: Self.combine(chunk.promises, on: context.eventLoop))
+                sendCiphertext(context: context, completing: completed, flush: .never)
+                return true
+            case .failed(let error):
+                for promise in chunk.promises { promise.fail(error) }
+                sendCiphertext(context: context, completing: completed, flush: .never)
+                fail(context: context, error: error)
+                return false
             }
-            if let promise { completed.append(promise) }
+            if engine.bufferedOutgoingCiphertextCount >= Self.batchSize {
+                sendCiphertext(context: context, completing: completed, flush: .never)
+                completed = []
+            }
         }
         sendCiphertext(context: context, completing: completed, flush: .never)
         return true
@@ -360,26 +364,29 @@ public final class TLSHandler: ChannelDuplexHandler {
     private func sendCiphertext(
         context: ChannelHandlerContext, completing promises: [EventLoopPromise<Void>], flush: FlushPolicy = .ifWritten
     ) {
-        guard let ciphertext = engine?.takeCiphertext(allocator: context.channel.allocator) else {
+        guard let ciphertext = engine?.takeCiphertext() else {
             for promise in promises { promise.succeed() }
             if flush == .always { context.flush() }
             return
         }
-        let writePromise: EventLoopPromise<Void>?
+        context.write(wrapOutboundOut(ciphertext), promise: Self.combine(promises, on: context.eventLoop))
+        if flush != .never { context.flush() }
+    }
+
+    /// One promise that completes all of `promises`; nil for none.
+    private static func combine(_ promises: [EventLoopPromise<Void>], on loop: EventLoop) -> EventLoopPromise<Void>? {
         switch promises.count {
         case 0:
-            writePromise = nil
+            return nil
         case 1:
-            writePromise = promises[0]
+            return promises[0]
         default:
-            let combined = context.eventLoop.makePromise(of: Void.self)
+            let combined = loop.makePromise(of: Void.self)
             combined.futureResult.whenComplete { result in
                 for promise in promises { promise.completeWith(result) }
             }
-            writePromise = combined
+            return combined
         }
-        context.write(wrapOutboundOut(ciphertext), promise: writePromise)
-        if flush != .never { context.flush() }
     }
 
     // MARK: Closing

@@ -59,7 +59,7 @@ final class RawTunnelPeer: Sendable {
 
     /// Sends bytes past the codec.
     func sendRaw(_ bytes: ByteBuffer) async throws {
-        let context = try await channel.pipeline.context(handlerType: MessageToByteHandler<TunnelMessageEncoder>.self).get()
+        let context = try await channel.pipeline.context(handlerType: TunnelFrameEncoder.self).get()
         try await channel.eventLoop.submit {
             context.writeAndFlush(NIOAny(bytes), promise: nil)
         }.get()

@@ -41,7 +41,7 @@ extension ChannelPipeline.SynchronousOperations {
     /// `TunnelMessage` in, frames out.
     public func addTunnelMessageCodec() throws {
         try addHandler(TunnelFrameDecoder())
-        try addHandler(MessageToByteHandler(TunnelMessageEncoder()))
+        try addHandler(TunnelFrameEncoder())
         try addHandler(TunnelMessageDecoder())
     }
 }

@@ -21,14 +21,33 @@ public enum BinaryPropertyListWriter {
     /// Writes a dictionary whose keys appear in the order given: the message
     /// encoder's path, which knows its keys and skips sorting them.
     public static func writeDictionary(_ entries: [(key: String, value: PropertyListValue)], into buffer: inout ByteBuffer) {
+        _ = writeDictionary(entries, into: &buffer, detachingDataOf: Int.max)
+    }
+
+    /// Like `writeDictionary(_:into:)`, but the bytes of the first `data`
+    /// value of at least `minimumDetached` bytes are left out of `buffer`: the
+    /// document is `buffer` up to `Detached.offset`, then `Detached.bytes`, then
+    /// the rest of `buffer`. Offsets count the detached bytes, so the three
+    /// pieces are byte for byte what the plain writer makes, without copying
+    /// the payload.
+    public static func writeDictionary(
+        _ entries: [(key: String, value: PropertyListValue)], into buffer: inout ByteBuffer, detachingDataOf minimumDetached: Int
+    ) -> Detached? {
         var count = 1 + entries.count
         for entry in entries {
             count += Writer.objectCount(of: entry.value)
         }
-        var writer = Writer(objectCount: count, buffer: consume buffer)
+        var writer = Writer(objectCount: count, buffer: consume buffer, minimumDetached: minimumDetached)
         writer.writeDictionary(entries, index: 0)
         writer.finish()
         buffer = writer.buffer
+        return writer.detached
+    }
+
+    /// A payload left out of the written buffer; it belongs at writer index `offset`.
+    public struct Detached {
+        public var offset: Int
+        public var bytes: ByteBuffer
     }
 
     public static func bytes(_ value: PropertyListValue) -> ByteBuffer {
@@ -45,13 +64,22 @@ extension BinaryPropertyListWriter {
         let start: Int
         let referenceSize: Int
         var offsets: [Int]
+        /// `data` values this large are detached rather than copied (at most one).
+        let minimumDetached: Int
+        var detached: Detached?
 
-        init(objectCount: Int, buffer: ByteBuffer) {
+        init(objectCount: Int, buffer: ByteBuffer, minimumDetached: Int = .max) {
             self.buffer = buffer
             self.start = buffer.writerIndex
+            self.minimumDetached = minimumDetached
             self.referenceSize = Self.byteWidth(of: UInt64(objectCount - 1))
             self.offsets = Array(repeating: 0, count: objectCount)
             self.buffer.writeBytes(BinaryPropertyListFormat.magic)
+        }
+
+        /// Where the next byte goes in the document, detached bytes included.
+        var position: Int {
+            buffer.writerIndex - start + (detached?.bytes.readableBytes ?? 0)
         }
 
         static func objectCount(of value: PropertyListValue) -> Int {
@@ -68,7 +96,7 @@ extension BinaryPropertyListWriter {
         mutating func writeObject(_ value: PropertyListValue, index: Int) {
             switch value {
             case .array(let elements):
-                offsets[index] = buffer.writerIndex - start
+                offsets[index] = position
                 writeMarker(.array, count: elements.count)
                 var child = index + 1
                 for element in elements {
@@ -84,28 +112,32 @@ extension BinaryPropertyListWriter {
                 let sorted = entries.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
                 writeDictionary(sorted, index: index)
             case .string(let text):
-                offsets[index] = buffer.writerIndex - start
+                offsets[index] = position
                 writeString(text)
             case .integer(let number):
-                offsets[index] = buffer.writerIndex - start
+                offsets[index] = position
                 writeInteger(number)
             case .real(let number):
-                offsets[index] = buffer.writerIndex - start
+                offsets[index] = position
                 buffer.writeInteger(UInt8(0x23))
                 buffer.writeInteger(number.bitPattern, endianness: .big)
             case .date(let seconds):
-                offsets[index] = buffer.writerIndex - start
+                offsets[index] = position
                 buffer.writeInteger(UInt8(0x33))
                 buffer.writeInteger(seconds.bitPattern, endianness: .big)
             case .boolean(let flag):
-                offsets[index] = buffer.writerIndex - start
+                offsets[index] = position
                 buffer.writeInteger(flag ? BinaryPropertyListFormat.trueByte : BinaryPropertyListFormat.falseByte)
             case .data(let bytes):
-                offsets[index] = buffer.writerIndex - start
+                offsets[index] = position
                 writeMarker(.data, count: bytes.readableBytes)
-                buffer.writeImmutableBuffer(bytes)
+                if detached == nil, bytes.readableBytes >= minimumDetached {
+                    detached = Detached(offset: buffer.writerIndex, bytes: bytes)
+                } else {
+                    buffer.writeImmutableBuffer(bytes)
+                }
             case .uid(let number):
-                offsets[index] = buffer.writerIndex - start
+                offsets[index] = position
                 let width = Self.byteWidth(of: number)
                 buffer.writeInteger(BinaryPropertyListFormat.Marker.uid.rawValue << 4 | UInt8(width - 1))
                 writeUnsigned(number, width: width)
@@ -113,18 +145,18 @@ extension BinaryPropertyListWriter {
         }
 
         mutating func writeDictionary(_ entries: [(key: String, value: PropertyListValue)], index: Int) {
-            offsets[index] = buffer.writerIndex - start
+            offsets[index] = position
             writeMarker(.dictionary, count: entries.count)
-            for position in entries.indices {
-                writeReference(index + 1 + position)
+            for slot in entries.indices {
+                writeReference(index + 1 + slot)
             }
             var child = index + 1 + entries.count
             for entry in entries {
                 writeReference(child)
                 child += Self.objectCount(of: entry.value)
             }
-            for (position, entry) in entries.enumerated() {
-                offsets[index + 1 + position] = buffer.writerIndex - start
+            for (slot, entry) in entries.enumerated() {
+                offsets[index + 1 + slot] = position
                 writeString(entry.key)
             }
             child = index + 1 + entries.count
@@ -136,7 +168,7 @@ extension BinaryPropertyListWriter {
 
         /// Appends the offset table and the trailer.
         mutating func finish() {
-            let tableStart = buffer.writerIndex - start
+            let tableStart = position
             let offsetSize = Self.byteWidth(of: UInt64(tableStart))
             for offset in offsets {
                 writeUnsigned(UInt64(offset), width: offsetSize)

@@ -1,0 +1,49 @@
+import NIOCore
+
+/// One frame as buffers to write in order: `head`, then (for a large
+/// payload) `payload` and `tail`. The payload is the message's own buffer,
+/// not a copy; the bytes are exactly those of `TunnelFrame.encode`.
+public struct TunnelFramePieces {
+    public var head: ByteBuffer
+    public var payload: ByteBuffer?
+    public var tail: ByteBuffer?
+
+    /// All pieces in one buffer (tests and diagnostics).
+    public var joined: ByteBuffer {
+        var frame = head
+        if var payload { frame.writeBuffer(&payload) }
+        if var tail { frame.writeBuffer(&tail) }
+        return frame
+    }
+}
+
+extension TunnelFrame {
+    /// Payloads at least this large are sent beside the frame instead of
+    /// copied into it; below, a copy costs less than extra writes.
+    public static let minimumDetachedPayload = 2048
+
+    /// `message` as one frame in pieces; fails, like `encode`, when the frame
+    /// would exceed the protocol's maximum.
+    public static func encodePieces(
+        _ message: TunnelMessage, allocator: ByteBufferAllocator
+    ) throws(TunnelFrameError) -> TunnelFramePieces {
+        guard case .data(_, let payload, _) = message, payload.readableBytes >= minimumDetachedPayload else {
+            var frame = allocator.buffer(capacity: message.estimatedFrameLength)
+            try encode(message, into: &frame)
+            return TunnelFramePieces(head: frame)
+        }
+        var frame = allocator.buffer(capacity: message.estimatedFrameLength - payload.readableBytes)
+        frame.writeInteger(UInt32(0))  // patched below once the length is known
+        let detached = BinaryPropertyListWriter.writeDictionary(
+            message.propertyListEntries, into: &frame, detachingDataOf: minimumDetachedPayload)
+        let length = frame.readableBytes + (detached?.bytes.readableBytes ?? 0)
+        guard length <= TunnelWireLimits.maximumFrameLength else {
+            throw .lengthTooLarge(length)
+        }
+        frame.setInteger(UInt32(length), at: frame.readerIndex, endianness: .little)
+        guard let detached, let head = frame.readSlice(length: detached.offset - frame.readerIndex) else {
+            return TunnelFramePieces(head: frame)
+        }
+        return TunnelFramePieces(head: head, payload: detached.bytes, tail: frame)
+    }
+}
