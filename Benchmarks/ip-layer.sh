@@ -118,7 +118,7 @@ CLIENT_BIN=$BIN_DIR/tunnel-client
 if [ -z "$OURS_UNAVAILABLE" ]; then
     if [ ! -x "$SERVER_BIN" ] || [ ! -x "$CLIENT_BIN" ]; then
         OURS_UNAVAILABLE="no tunnel-server/tunnel-client in $BIN_DIR"
-    elif ! grep -q -- '--tun-address' <<<"$("$SERVER_BIN" --help 2>&1)"; then
+    elif ! grep -q -- '--tun-address' <<<"$("$SERVER_BIN" serve --help 2>&1)"; then
         OURS_UNAVAILABLE="tunnel-server has no --tun/--tun-address option"
     elif ! grep -Eq '^[[:space:]]+ip([[:space:]]|$)' <<<"$("$CLIENT_BIN" --help 2>&1)"; then
         OURS_UNAVAILABLE="tunnel-client has no 'ip' subcommand"
