@@ -13,14 +13,7 @@ struct TLSRecordPackingTests {
     @Test func piecesOfEverySizeArriveInOrderInFullRecordsWithTheirPromises() throws {
         let pki = try TestPKI()
         defer { pki.remove() }
-        let client = EmbeddedChannel()
-        let server = EmbeddedChannel()
-        try client.pipeline.syncOperations.addHandler(
-            TLSHandler(context: TLSContext(configuration: .client(trust: .caFile(pki.caFile), serverName: "localhost"))))
-        try server.pipeline.syncOperations.addHandler(TLSHandler(context: TLSContext(configuration: pki.serverConfiguration())))
-        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 1)
-        try server.connect(to: address).wait()
-        try client.connect(to: address).wait()
+        let (client, server) = try Self.connectedPair(pki)
         try Self.shuttle(client, server)
 
         let sizes = [40, 65_536, 30, 1, 16_383, 16_385, 0, 100_000, 7, 300_000, 45]
@@ -49,6 +42,19 @@ struct TLSRecordPackingTests {
         _ = try? server.finish()
     }
 
+    /// Our client and server handlers on two embedded channels, connected but not yet shaken hands.
+    static func connectedPair(_ pki: TestPKI) throws -> (client: EmbeddedChannel, server: EmbeddedChannel) {
+        let client = EmbeddedChannel()
+        let server = EmbeddedChannel()
+        try client.pipeline.syncOperations.addHandler(
+            TLSHandler(context: TLSContext(configuration: .client(trust: .caFile(pki.caFile), serverName: "localhost"))))
+        try server.pipeline.syncOperations.addHandler(TLSHandler(context: TLSContext(configuration: pki.serverConfiguration())))
+        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 1)
+        try server.connect(to: address).wait()
+        try client.connect(to: address).wait()
+        return (client, server)
+    }
+
     /// Moves bytes both ways until neither side has more to say, each
     /// buffer cut into reads of at most `pieceSize` bytes.
     static func shuttle(_ a: EmbeddedChannel, _ b: EmbeddedChannel, pieceSize: Int = .max) throws {
@@ -73,14 +79,7 @@ struct TLSRecordPackingTests {
     func ciphertextInSmallPiecesArrivesIntact(pieceSize: Int) throws {
         let pki = try TestPKI()
         defer { pki.remove() }
-        let client = EmbeddedChannel()
-        let server = EmbeddedChannel()
-        try client.pipeline.syncOperations.addHandler(
-            TLSHandler(context: TLSContext(configuration: .client(trust: .caFile(pki.caFile), serverName: "localhost"))))
-        try server.pipeline.syncOperations.addHandler(TLSHandler(context: TLSContext(configuration: pki.serverConfiguration())))
-        let address = try SocketAddress(ipAddress: "127.0.0.1", port: 1)
-        try server.connect(to: address).wait()
-        try client.connect(to: address).wait()
+        let (client, server) = try Self.connectedPair(pki)
         let upstream = ByteBuffer(bytes: (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         let downstream = ByteBuffer(bytes: (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
         client.writeAndFlush(upstream, promise: nil)  // queued until the handshake completes
