@@ -18,6 +18,7 @@ struct TunnelServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tunnel-server",
         abstract: "Serve SimpleTunnel tunnels over TLS: TCP and UDP flows to real destinations, and an IP layer over TUN.",
+        discussion: "Without a subcommand it serves: `tunnel-server serve --help` lists the options (--port, --config, --cert, --users, --tun, --run-as, ...).",
         subcommands: [Serve.self, Passwd.self],
         defaultSubcommand: Serve.self
     )
