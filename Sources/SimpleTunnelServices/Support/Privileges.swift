@@ -11,7 +11,7 @@ import Glibc
 /// for changing and undoing network settings later) remain, on one thread
 /// that does all such work from then on.
 public enum Privileges {
-    public enum Capability: Int, Sendable, CaseIterable, CustomStringConvertible {
+    public enum Capability: Int, Sendable, CustomStringConvertible {
         /// Addresses, routes, links: changing and undoing network settings.
         case netAdmin = 12
         /// Writing root's files, such as /etc/resolv.conf when restoring it.
@@ -30,7 +30,6 @@ public enum Privileges {
         public var name: String
         public var uid: uid_t
         public var gid: gid_t
-        public var home: String
     }
 
     private static let keeper = NIOLockedValueBox<PrivilegedThread?>(nil)
@@ -44,7 +43,7 @@ public enum Privileges {
         guard status == 0, let found = result else {
             throw PrivilegeError("--run-as \(name): no such user")
         }
-        return Account(name: name, uid: found.pointee.pw_uid, gid: found.pointee.pw_gid, home: String(cString: found.pointee.pw_dir))
+        return Account(name: name, uid: found.pointee.pw_uid, gid: found.pointee.pw_gid)
     }
 
     /// Becomes `account`, keeping `capabilities` on the privileged thread. Needs root; cannot be undone.
@@ -55,31 +54,33 @@ public enum Privileges {
         guard account.uid != 0 else {
             throw PrivilegeError("--run-as \(account.name): that is root; give an unprivileged user")
         }
-        let thread = keeper.withLockedValue { keeper in
+        keeper.withLockedValue { keeper in
             if keeper == nil { keeper = PrivilegedThread() }
-            return keeper
         }
-        guard let thread else { throw PrivilegeError("no privileged thread") }
         let mask = capabilities.reduce(UInt32(0)) { $0 | (1 << UInt32($1.rawValue)) }
-        let outcome = thread.run { () -> Result<Void, PrivilegeError> in
+        try run { () throws(PrivilegeError) in
             var step: Int32 = 0
             var error: Int32 = 0
             guard st_drop_privileges(account.uid, account.gid, mask, &step, &error) == 0 else {
                 let what = ["", "keeping capabilities", "setting the groups", "setting the group", "setting the user",
                             "setting the capabilities", "raising ambient capabilities", "checking root cannot be regained"]
                 let name = Int(step) < what.count ? what[Int(step)] : "step \(step)"
-                return .failure(PrivilegeError("--run-as \(account.name): \(name) failed: \(String(cString: strerror(error)))"))
+                throw PrivilegeError("--run-as \(account.name): \(name) failed: \(String(cString: strerror(error)))")
             }
-            return .success(())
         }
-        try outcome.get()
     }
 
     /// Runs `body` where the kept capabilities are (the privileged thread
     /// after a drop; the calling thread otherwise). Blocks.
-    static func run<Success, Failure: Error>(_ body: @escaping @Sendable () -> Result<Success, Failure>) -> Result<Success, Failure> {
-        guard let thread = keeper.withLockedValue({ $0 }) else { return body() }
-        return thread.run(body)
+    static func run<Success, Failure: Error>(_ body: @escaping @Sendable () throws(Failure) -> Success) throws(Failure) -> Success {
+        guard let thread = keeper.withLockedValue({ $0 }) else { return try body() }
+        return try thread.run { () -> Result<Success, Failure> in
+            do throws(Failure) {
+                return .success(try body())
+            } catch {
+                return .failure(error)
+            }
+        }.get()
     }
 }
 

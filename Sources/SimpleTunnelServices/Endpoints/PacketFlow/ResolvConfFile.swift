@@ -20,13 +20,7 @@ struct ResolvConfFile: Sendable, Hashable {
     /// Saves the current contents, then replaces them (where the process's capabilities are).
     func replace(with contents: String) throws(NetworkConfigurationError) -> Backup {
         let file = self
-        return try Privileges.run { () -> Result<Backup, NetworkConfigurationError> in
-            do throws(NetworkConfigurationError) {
-                return .success(try file.replaceHere(with: contents))
-            } catch {
-                return .failure(error)
-            }
-        }.get()
+        return try Privileges.run { () throws(NetworkConfigurationError) in try file.replaceHere(with: contents) }
     }
 
     private func replaceHere(with contents: String) throws(NetworkConfigurationError) -> Backup {
@@ -56,13 +50,7 @@ struct ResolvConfFile: Sendable, Hashable {
 
     /// Restores where the process's capabilities are (one thread after `--run-as`).
     static func restore(_ backup: Backup) throws(NetworkConfigurationError) {
-        try Privileges.run { () -> Result<Void, NetworkConfigurationError> in
-            do throws(NetworkConfigurationError) {
-                return .success(try restoreHere(backup))
-            } catch {
-                return .failure(error)
-            }
-        }.get()
+        try Privileges.run { () throws(NetworkConfigurationError) in try restoreHere(backup) }
     }
 
     private static func restoreHere(_ backup: Backup) throws(NetworkConfigurationError) {

@@ -56,13 +56,7 @@ public struct SystemCommandRunner: CommandRunning {
 
     /// Runs where the process's network capabilities are: after `--run-as`, only one thread keeps them.
     public func run(_ command: [String], timeout: Duration) throws(NetworkConfigurationError) -> CommandResult {
-        try Privileges.run { () -> Result<CommandResult, NetworkConfigurationError> in
-            do throws(NetworkConfigurationError) {
-                return .success(try runHere(command, timeout: timeout))
-            } catch {
-                return .failure(error)
-            }
-        }.get()
+        try Privileges.run { () throws(NetworkConfigurationError) in try runHere(command, timeout: timeout) }
     }
 
     private func runHere(_ command: [String], timeout: Duration) throws(NetworkConfigurationError) -> CommandResult {

@@ -20,12 +20,6 @@ struct LeaseBook: Sendable, Equatable {
         case fresh(IPv4Address)
         /// The address was held by an older session of the same client, which must now end.
         case takenOver(IPv4Address, from: Holder)
-
-        var address: IPv4Address {
-            switch self {
-            case .fresh(let address), .takenOver(let address, _): return address
-            }
-        }
     }
 
     let range: ClosedRange<IPv4Address>
@@ -57,12 +51,9 @@ struct LeaseBook: Sendable, Equatable {
         }
         guard let address = lowestFree(avoidingRemembered: true) ?? lowestFree(avoidingRemembered: false) else { return nil }
         held[address] = Holding(holder: holder, client: client)
-        if let client {
-            remembered = remembered.filter { $0.value != address }
-            remembered[client] = address
-        } else {
-            remembered = remembered.filter { $0.value != address }
-        }
+        // Whoever had it remembered loses it; a known client remembers it now.
+        remembered = remembered.filter { $0.value != address }
+        if let client { remembered[client] = address }
         return .fresh(address)
     }
 
