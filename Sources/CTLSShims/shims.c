@@ -16,10 +16,6 @@ int ctls_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
     return (int)SSL_CTX_add1_chain_cert(ctx, cert);
 }
 
-int ctls_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) {
-    return (int)SSL_CTX_set1_groups_list(ctx, list);
-}
-
 long ctls_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_session_cache_mode(ctx, mode);
 }

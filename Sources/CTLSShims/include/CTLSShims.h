@@ -12,7 +12,6 @@ int ctls_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version);
 int ctls_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version);
 long ctls_SSL_CTX_set_mode(SSL_CTX *ctx, long mode);
 int ctls_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert);
-int ctls_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list);
 long ctls_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode);
 int ctls_SSL_set_tlsext_host_name(SSL *ssl, const char *name);
 long ctls_BIO_get_mem_data(BIO *bio, char **data);

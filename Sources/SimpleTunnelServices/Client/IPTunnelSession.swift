@@ -216,7 +216,7 @@ final class DeviceFlowEndpoint: FlowEndpoint {
 
     func writePackets(_ packets: [TunnelPacket]) {
         // The version nibble decides, not the protocol number (PROTOCOL.md A2).
-        link.device.writePackets(packets.filter { $0.ipVersion != nil }.map(\.bytes))
+        link.device.writePackets(packets.compactMap { $0.ipVersion != nil ? $0.bytes : nil })
     }
 
     /// The flow (or its tunnel) ended; the device stays for the next tunnel.

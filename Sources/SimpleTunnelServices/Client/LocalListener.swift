@@ -17,14 +17,13 @@ public final class LocalListener: Sendable {
     }
 
     /// A TCP listener whose accepted connections become flows: on the
-    /// tunnel's event loop, half-closable, unbuffered, with flow watermarks.
+    /// tunnel's event loop and unbuffered; the child initializer applies
+    /// `FlowSocketOptions` (half-closable, flow watermarks).
     static func streamBootstrap(on eventLoop: EventLoop) -> ServerBootstrap {
         ServerBootstrap(group: eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: backlog)
-            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.writeBufferWaterMark, value: StreamFlowEndpoint.writeBufferWaterMark)
     }
 
     public func close() async {

@@ -10,6 +10,7 @@ public enum SOCKSProxy {
         let channel = try await LocalListener.streamBootstrap(on: tunnel.eventLoop)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try FlowSocketOptions.apply(to: channel)
                     try channel.pipeline.syncOperations.addHandler(
                         SOCKS5ServerHandler(logger: logger) { request, channel in
                             handle(request, on: channel, tunnel: tunnel, logger: logger)

@@ -15,6 +15,7 @@ public enum TCPPortForwarder {
         let channel = try await LocalListener.streamBootstrap(on: tunnel.eventLoop)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try FlowSocketOptions.apply(to: channel)
                     let endpoint = StreamFlowEndpoint()
                     try channel.pipeline.syncOperations.addHandler(endpoint)
                     openFlow(for: endpoint, channel: channel, destination: destination, tunnel: tunnel, logger: logger)

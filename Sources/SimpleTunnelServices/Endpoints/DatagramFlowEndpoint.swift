@@ -217,11 +217,11 @@ final class DatagramReadGate: ChannelDuplexHandler {
 extension TunnelEndpoint {
     /// The plain form of a socket address: IPv4-mapped IPv6 written as IPv4 (PROTOCOL.md A6).
     public init(_ address: SocketAddress) {
-        var host = address.ipAddress ?? ""
-        if host.lowercased().hasPrefix("::ffff:"), host.contains(".") {
-            host = String(host.dropFirst("::ffff:".count))
+        if case .v6 = address, case .v4(let mapped)? = IPAddress(address)?.unmapped {
+            self.init(host: mapped.description, port: address.port ?? 0)
+        } else {
+            self.init(host: address.ipAddress ?? "", port: address.port ?? 0)
         }
-        self.init(host: host, port: address.port ?? 0)
     }
 }
 

@@ -26,7 +26,6 @@ struct FlowState {
         case cancelled
     }
 
-    let identifier: TunnelConnectionIdentifier
     let kind: Kind
     var phase: Phase
     var endpoint: FlowEndpoint?
@@ -52,8 +51,7 @@ struct FlowState {
     /// Last data in either direction, for idle expiry of UDP flows.
     var lastActivity: NIODeadline
 
-    init(identifier: TunnelConnectionIdentifier, kind: Kind, phase: Phase, now: NIODeadline) {
-        self.identifier = identifier
+    init(kind: Kind, phase: Phase, now: NIODeadline) {
         self.kind = kind
         self.phase = phase
         self.lastActivity = now
@@ -112,6 +110,10 @@ struct FlowState {
         case .opening(var early, let earlyBytes):
             guard receiving else { return .drop }
             guard earlyBytes + data.readableBytes <= limits.earlyDataAllowance else { return .abusive }
+            // Nothing to keep (and no allowance used): empty data must not grow the list without bound.
+            guard data.readableBytes > 0 else { return .keptUntilOpen }
+            // Out of `phase` while appending, so the array has one owner and is not copied.
+            phase = .awaitingOpenResult
             early.append(data)
             phase = .opening(early: early, earlyBytes: earlyBytes + data.readableBytes)
             return .keptUntilOpen

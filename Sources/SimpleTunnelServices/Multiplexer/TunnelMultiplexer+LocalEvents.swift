@@ -94,7 +94,7 @@ extension TunnelMultiplexer {
         // Identifiers are never reused within a tunnel, so a late answer can't reach a new flow.
         let identifier = nextIdentifier
         nextIdentifier += 1
-        var flow = FlowState(identifier: identifier, kind: FlowState.Kind(request), phase: .awaitingOpenResult, now: .now())
+        var flow = FlowState(kind: FlowState.Kind(request), phase: .awaitingOpenResult, now: .now())
         flow.endpoint = endpoint
         flows[identifier] = flow
         openCompletions[identifier] = completion

@@ -83,20 +83,21 @@ extension TunnelMultiplexer {
     // MARK: Data
 
     private func receiveData(_ payload: ByteBuffer, endpoint destination: TunnelEndpoint?, for identifier: TunnelConnectionIdentifier) {
-        guard var flow = flows[identifier] else {
+        // Changed in place: a copy of the flow would make its early data copy on every append.
+        guard let index = flows.index(forKey: identifier) else {
             return dropUnknown(.data(identifier: identifier, payload: ByteBuffer(), endpoint: nil))
         }
-        if flow.kind == .udp, case .server = role, destination == nil {
+        if flows.values[index].kind == .udp, case .server = role, destination == nil {
             logger.notice("dropping UDP data without host and port", metadata: ["flow": "\(identifier)"])
             return
         }
-        let pastSuspendBefore = flow.bytesSinceSuspend
-        var verdict = flow.receiveData(payload, limits: limits, now: .now())
-        bytesPastSuspend += flow.bytesSinceSuspend - pastSuspendBefore
+        let pastSuspendBefore = flows.values[index].bytesSinceSuspend
+        var verdict = flows.values[index].receiveData(payload, limits: limits, now: .now())
+        bytesPastSuspend += flows.values[index].bytesSinceSuspend - pastSuspendBefore
         if verdict == .deliver, bytesPastSuspend > limits.tunnelSuspendAllowance {
             verdict = .abusive
         }
-        flows[identifier] = flow
+        let flow = flows.values[index]
         statistics.bytesFromPeer += UInt64(payload.readableBytes)
         metrics?.bytesFromClients.increment(by: payload.readableBytes)
         switch verdict {
@@ -167,7 +168,7 @@ extension TunnelMultiplexer {
             sendControl(.openResult(identifier: identifier, result: .refused))
             return
         }
-        flows[identifier] = FlowState(identifier: identifier, kind: kind, phase: .opening(early: [], earlyBytes: 0), now: .now())
+        flows[identifier] = FlowState(kind: kind, phase: .opening(early: [], earlyBytes: 0), now: .now())
         opener.open(request, identifier: identifier, sink: self) { [weak self] result in
             self?.openCompleted(identifier, request: request, result: result)
         }

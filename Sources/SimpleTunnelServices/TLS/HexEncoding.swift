@@ -18,13 +18,7 @@ public enum HexEncoding {
         var out: [UInt8] = []
         var high: UInt8?
         for c in digits {
-            let value: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = c - UInt8(ascii: "A") + 10
-            default: return nil
-            }
+            guard let value = hexDigitValue(c) else { return nil }
             if let h = high { out.append(h << 4 | value); high = nil } else { high = value }
         }
         return out

@@ -71,8 +71,7 @@ public struct SelfSignedIdentity: Sendable {
 
     /// A ready-to-paste client command that pins this certificate.
     public func clientCommandLine(subcommand: String, host: String, port: Int) -> String {
-        let hostPart = host.contains(":") ? "[\(host)]" : host
-        return "tunnel-client \(subcommand) --server \(hostPart):\(port) --pin-sha256 \(sha256FingerprintHex)"
+        "tunnel-client \(subcommand) --server \(TunnelEndpoint(host: host, port: port)) --pin-sha256 \(sha256FingerprintHex)"
     }
 
     private static func writeAtomically(_ bytes: [UInt8], to path: String, permissions: mode_t) throws(TLSError) {

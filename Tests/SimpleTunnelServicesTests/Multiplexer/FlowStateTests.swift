@@ -7,7 +7,7 @@ struct FlowStateTests {
     let limits = TunnelMultiplexer.Limits()
 
     func openFlow() -> FlowState {
-        FlowState(identifier: 1, kind: .tcp, phase: .open, now: .now())
+        FlowState(kind: .tcp, phase: .open, now: .now())
     }
 
     @Test func halfClosesEndTheFlowOnlyWhenBothStreamsHaveEnded() {
@@ -80,7 +80,7 @@ struct FlowStateTests {
     }
 
     @Test func earlyDataIsKeptUpToItsAllowance() {
-        var flow = FlowState(identifier: 2, kind: .tcp, phase: .opening(early: [], earlyBytes: 0), now: .now())
+        var flow = FlowState(kind: .tcp, phase: .opening(early: [], earlyBytes: 0), now: .now())
         let step18 = flow.receiveData(ByteBuffer(repeating: 1, count: 200 * 1024), limits: limits, now: .now())
         #expect(step18 == .keptUntilOpen)
         let step19 = flow.receiveData(ByteBuffer(repeating: 1, count: 100 * 1024), limits: limits, now: .now())
@@ -93,7 +93,7 @@ struct FlowStateTests {
     }
 
     @Test func aFlowClosedBothWaysWhileOpeningIsCancelled() {
-        var flow = FlowState(identifier: 3, kind: .tcp, phase: .opening(early: [], earlyBytes: 0), now: .now())
+        var flow = FlowState(kind: .tcp, phase: .opening(early: [], earlyBytes: 0), now: .now())
         _ = flow.peerClosed(.write)
         guard case .opening = flow.phase else {
             Issue.record("a half-closed opening flow must still open")

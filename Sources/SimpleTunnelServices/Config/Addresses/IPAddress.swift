@@ -23,10 +23,7 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         case .v4(let address):
             self = .v4(IPv4Address(rawValue: UInt32(bigEndian: address.address.sin_addr.s_addr)))
         case .v6(let address):
-            let value = withUnsafeBytes(of: address.address.sin6_addr) { bytes in
-                bytes.reduce(UInt128(0)) { $0 << 8 | UInt128($1) }
-            }
-            self = .v6(IPv6Address(rawValue: value))
+            self = .v6(withUnsafeBytes(of: address.address.sin6_addr) { IPv6Address(bytes: $0) })
         case .unixDomainSocket:
             return nil
         }

@@ -78,9 +78,12 @@ public final class PacketRouter: @unchecked Sendable {
                 spoofed += 1
             }
         }
-        counterBox.withLockedValue {
-            $0.spoofedDropped += spoofed
-            $0.nonIPv4Dropped += notIPv4
+        // The lock is shared by every tunnel: taken only when there is something to count.
+        if spoofed > 0 || notIPv4 > 0 {
+            counterBox.withLockedValue {
+                $0.spoofedDropped += spoofed
+                $0.nonIPv4Dropped += notIPv4
+            }
         }
         metrics?.droppedPackets(.spoofed, count: Int(spoofed))
         metrics?.droppedPackets(.notIPv4, count: Int(notIPv4))

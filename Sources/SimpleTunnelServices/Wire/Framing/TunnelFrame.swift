@@ -38,17 +38,27 @@ public enum TunnelFrame {
     /// Appends `message` as one frame. Fails, writing nothing, when the frame
     /// would exceed the protocol's maximum: senders split data beforehand.
     public static func encode(_ message: TunnelMessage, into buffer: inout ByteBuffer) throws(TunnelFrameError) {
-        let start = buffer.writerIndex
         // One allocation for the whole frame: growing while the payload is copied in would copy it twice.
         buffer.reserveCapacity(minimumWritableBytes: message.estimatedFrameLength)
+        _ = try writeFrame(message, into: &buffer, detachingDataOf: Int.max)
+    }
+
+    /// Writes `message` as one frame at the writer index, leaving out the
+    /// first `data` value of at least `minimumDetached` bytes (returned, and
+    /// counted in the length). Writes nothing when the frame would exceed the maximum.
+    static func writeFrame(
+        _ message: TunnelMessage, into buffer: inout ByteBuffer, detachingDataOf minimumDetached: Int
+    ) throws(TunnelFrameError) -> BinaryPropertyListWriter.Detached? {
+        let start = buffer.writerIndex
         buffer.writeInteger(UInt32(0))  // patched below once the length is known
-        BinaryPropertyListWriter.writeDictionary(message.propertyListEntries, into: &buffer)
-        let length = buffer.writerIndex - start
+        let detached = BinaryPropertyListWriter.writeDictionary(message.propertyListEntries, into: &buffer, detachingDataOf: minimumDetached)
+        let length = buffer.writerIndex - start + (detached?.bytes.readableBytes ?? 0)
         guard length <= TunnelWireLimits.maximumFrameLength else {
             buffer.moveWriterIndex(to: start)
             throw .lengthTooLarge(length)
         }
         buffer.setInteger(UInt32(length), at: start, endianness: .little)
+        return detached
     }
 }
 

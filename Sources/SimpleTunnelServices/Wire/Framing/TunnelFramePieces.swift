@@ -27,20 +27,12 @@ extension TunnelFrame {
     public static func encodePieces(
         _ message: TunnelMessage, allocator: ByteBufferAllocator
     ) throws(TunnelFrameError) -> TunnelFramePieces {
-        guard case .data(_, let payload, _) = message, payload.readableBytes >= minimumDetachedPayload else {
-            var frame = allocator.buffer(capacity: message.estimatedFrameLength)
-            try encode(message, into: &frame)
-            return TunnelFramePieces(head: frame)
+        var detachable = 0
+        if case .data(_, let payload, _) = message, payload.readableBytes >= minimumDetachedPayload {
+            detachable = payload.readableBytes
         }
-        var frame = allocator.buffer(capacity: message.estimatedFrameLength - payload.readableBytes)
-        frame.writeInteger(UInt32(0))  // patched below once the length is known
-        let detached = BinaryPropertyListWriter.writeDictionary(
-            message.propertyListEntries, into: &frame, detachingDataOf: minimumDetachedPayload)
-        let length = frame.readableBytes + (detached?.bytes.readableBytes ?? 0)
-        guard length <= TunnelWireLimits.maximumFrameLength else {
-            throw .lengthTooLarge(length)
-        }
-        frame.setInteger(UInt32(length), at: frame.readerIndex, endianness: .little)
+        var frame = allocator.buffer(capacity: message.estimatedFrameLength - detachable)
+        let detached = try writeFrame(message, into: &frame, detachingDataOf: detachable > 0 ? minimumDetachedPayload : Int.max)
         guard let detached, let head = frame.readSlice(length: detached.offset - frame.readerIndex) else {
             return TunnelFramePieces(head: frame)
         }

@@ -26,7 +26,4 @@ enum BinaryPropertyListFormat {
     static let trueByte: UInt8 = 0x09
     /// Low nibble meaning "the count follows as an integer object".
     static let extendedCount: UInt8 = 0x0F
-
-    /// Deepest nesting accepted; real messages nest three levels.
-    static let maximumDepth = 64
 }

@@ -201,8 +201,8 @@ extension BinaryPropertyListReader {
             _ index: Int,
             _ body: (inout Parser) throws -> Result
         ) throws -> Result {
-            guard openContainers.count < BinaryPropertyListFormat.maximumDepth else {
-                throw PropertyListError.tooComplex("containers nest deeper than \(BinaryPropertyListFormat.maximumDepth) levels")
+            guard openContainers.count < PropertyListReader.maximumDepth else {
+                throw PropertyListError.tooComplex("containers nest deeper than \(PropertyListReader.maximumDepth) levels")
             }
             guard !openContainers.contains(index) else {
                 throw PropertyListError.malformedBinary("object \(index) contains itself")

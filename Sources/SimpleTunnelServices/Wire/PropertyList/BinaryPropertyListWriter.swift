@@ -18,20 +18,17 @@ public enum BinaryPropertyListWriter {
         buffer = writer.buffer
     }
 
-    /// Writes a dictionary whose keys appear in the order given: the message
-    /// encoder's path, which knows its keys and skips sorting them.
-    public static func writeDictionary(_ entries: [(key: String, value: PropertyListValue)], into buffer: inout ByteBuffer) {
-        _ = writeDictionary(entries, into: &buffer, detachingDataOf: Int.max)
-    }
-
-    /// Like `writeDictionary(_:into:)`, but the bytes of the first `data`
-    /// value of at least `minimumDetached` bytes are left out of `buffer`: the
+    /// Writes a dictionary whose keys appear in the order given (the message
+    /// encoder's path, which knows its keys and skips sorting them), except
+    /// that the bytes of the first `data` value of at least `minimumDetached`
+    /// bytes (`Int.max`: none) are left out of `buffer`: the
     /// document is `buffer` up to `Detached.offset`, then `Detached.bytes`, then
     /// the rest of `buffer`. Offsets count the detached bytes, so the three
-    /// pieces are byte for byte what the plain writer makes, without copying
-    /// the payload.
+    /// pieces are byte for byte what writing without detaching makes, without
+    /// copying the payload.
+    @discardableResult
     public static func writeDictionary(
-        _ entries: [(key: String, value: PropertyListValue)], into buffer: inout ByteBuffer, detachingDataOf minimumDetached: Int
+        _ entries: [(key: String, value: PropertyListValue)], into buffer: inout ByteBuffer, detachingDataOf minimumDetached: Int = Int.max
     ) -> Detached? {
         var count = 1 + entries.count
         for entry in entries {

@@ -7,7 +7,7 @@ import NIOCore
 /// containers, so hostile input costs linear time and cannot exhaust the call stack.
 public enum XMLPropertyListReader {
     /// The deepest nesting of `<dict>` and `<array>` accepted; deeper is `tooComplex`.
-    public static let maximumDepth = 64
+    public static var maximumDepth: Int { PropertyListReader.maximumDepth }
 
     public static func read(_ bytes: UnsafeRawBufferPointer) throws -> PropertyListValue {
         var parser = XMLPropertyListParser(bytes: bytes)
