@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import Prometheus
 import Testing
 @testable import SimpleTunnelServices
 
@@ -57,6 +58,28 @@ struct AuthenticationTests {
     }
 
     // MARK: End to end
+
+    @Test func aFloodWhileThePasswordIsCheckedIsRefusedAndCountedOnce() async throws {
+        var database = UserDatabase()
+        database.set("alice", hash: try PasswordHash(password: "right", iterations: Self.iterations))
+        let registry = PrometheusCollectorRegistry()
+        let metrics = TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
+        let fixture = try await RawServerFixture.start { settings in
+            settings.authentication = .init(users: database)
+            settings.metrics = metrics
+        }
+        let peer = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group)
+        // More messages than the gate holds while the (wrong) password is being checked.
+        let flood = Array(repeating: TunnelMessage.fetchConfiguration(identifier: 0), count: TunnelAuthenticationGate.maximumWaiting + 1)
+        try await peer.send([.authenticate(login: "alice", password: "wrong")] + flood)
+        #expect(await peer.next() == .authenticateResult(.refused))
+        #expect(await peer.waitForClose())
+        // Long enough for the slow hash to finish: its failure must not refuse (and count) the login again.
+        try await Task.sleep(for: .seconds(1))
+        let text = registry.emitToString()
+        #expect(MetricsEndpointTests.value("simpletunnel_authentication_failures_total", in: text) == 1, "\(text)")
+        await fixture.stop()
+    }
 
     static func server(users: [String: String], maximumFailures: Int = 5) async throws -> (RawServerFixture, SelfSignedIdentity) {
         var database = UserDatabase()

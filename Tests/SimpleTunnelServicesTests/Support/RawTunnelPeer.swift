@@ -32,6 +32,11 @@ final class RawTunnelPeer: Sendable {
     }
 
     func send(_ messages: TunnelMessage...) async throws {
+        try await send(messages)
+    }
+
+    /// All of `messages` in one flush.
+    func send(_ messages: [TunnelMessage]) async throws {
         for message in messages {
             channel.write(message, promise: nil)
         }

@@ -83,6 +83,8 @@ public final class TunnelAuthenticationGate: ChannelInboundHandler, RemovableCha
                     accept(context: context, login: login)
                 } else {
                     limiter.recordFailure(source)
+                    // Already refused (the peer did not wait for the answer): once is enough.
+                    guard case .verifying = state else { return }
                     refuse(context: context, login: login, reason: "wrong login or password")
                 }
             }
