@@ -146,6 +146,8 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
                 case .failure(let error):
                     self.logger.notice("cannot bind a UDP socket", metadata: ["flow": "\(self.identifier)", "reason": "\(error)"])
                     socket.waiting.removeAll()
+                    // Forgotten, so the next datagram of this family tries again instead of waiting forever.
+                    if self.sockets[family] === socket { self.sockets[family] = nil }
                 }
             }
         return socket
