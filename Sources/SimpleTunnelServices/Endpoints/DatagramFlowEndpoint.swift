@@ -16,13 +16,11 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
     private let logger: Logger
 
     private var sockets: [AddressFamily: DatagramSocket] = [:]
-    private var resolved: [String: (address: SocketAddress, expiry: NIODeadline)] = [:]
+    private var names = DatagramNameTable()
     private var readingEnabled = false
     private var closed = false
 
-    /// Resolved names are reused for this long.
-    static let resolutionLifetime = TimeAmount.seconds(30)
-    /// Datagrams waiting for a name or a socket, beyond which new ones are dropped.
+    /// Datagrams waiting for a socket, beyond which new ones are dropped.
     static let maximumWaiting = 64
 
     enum AddressFamily: Hashable {
@@ -55,22 +53,39 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         if let literal = try? SocketAddress(ipAddress: HostResolver.unbracketed(destination.host), port: destination.port) {
             return send(data, to: literal, requestedHost: destination.host)
         }
-        let key = "\(destination.host.lowercased())|\(destination.port)"
-        if let cached = resolved[key], cached.expiry > .now() {
-            return send(data, to: cached.address, requestedHost: destination.host)
+        let name = DatagramNameTable.Name(destination)
+        switch names.admit(data, to: name, now: .now()) {
+        case .send(let address):
+            send(data, to: address, requestedHost: destination.host)
+        case .wait, .dropUnreported:
+            break
+        case .drop(let reason):
+            drop(destination, reason: reason)
+        case .lookUp:
+            resolve(name, destination: destination)
         }
+    }
+
+    /// Looks `name` up once for every datagram that waits for it.
+    private func resolve(_ name: DatagramNameTable.Name, destination: TunnelEndpoint) {
         resolver.resolve(host: destination.host, port: destination.port, kind: .datagram, on: eventLoop)
             .assumeIsolated()
             .whenComplete { [weak self] result in
                 guard let self, !self.closed else { return }
                 switch result {
                 case .success(let addresses):
-                    // Cannot be empty: the resolver fails instead.
-                    guard let address = addresses.first else { return }
-                    self.resolved[key] = (address, .now() + Self.resolutionLifetime)
-                    self.send(data, to: address, requestedHost: destination.host)
+                    guard let address = addresses.first else {
+                        let dropped = self.names.lookupFailed(name)
+                        return self.drop(destination, reason: "the name resolved to no address", count: dropped)
+                    }
+                    for datagram in self.names.lookupSucceeded(name, address: address, now: .now()) {
+                        self.send(datagram, to: address, requestedHost: destination.host)
+                    }
+                    // The multiplexer flushed when the datagrams arrived, before they could be sent.
+                    self.flush()
                 case .failure(let error):
-                    self.drop(destination, reason: String(describing: error))
+                    let dropped = self.names.lookupFailed(name)
+                    self.drop(destination, reason: String(describing: error), count: dropped)
                 }
             }
     }
@@ -153,8 +168,12 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         return socket
     }
 
-    private func drop(_ destination: TunnelEndpoint, reason: String) {
-        logger.notice("dropping datagram", metadata: ["flow": "\(identifier)", "destination": "\(destination)", "reason": "\(reason)"])
+    private func drop(_ destination: TunnelEndpoint, reason: String, count: Int = 1) {
+        var metadata: Logger.Metadata = ["flow": "\(identifier)", "destination": "\(destination)", "reason": "\(reason)"]
+        if count != 1 {
+            metadata["datagrams"] = "\(count)"
+        }
+        logger.notice("dropping datagram", metadata: metadata)
     }
 }
 
