@@ -330,6 +330,10 @@ def report(args):
         "fps_conc_ours_over_ssh": ratio(ours["fps_conc"], ssh["fps_conc"]),
         "tp1_ours_over_stunnel": ratio(ours["tp1_gbps"], summary["stunnel"]["tp1_gbps"]),
         "tp1_ours_over_direct": ratio(ours["tp1_gbps"], summary["direct"]["tp1_gbps"]),
+        # No forwarder opens flows faster than the direct path it adds to: these are the
+        # highest "x ssh -L" any tunnel can reach with this generator and sink on this machine.
+        "fps_seq_direct_over_ssh": ratio(summary["direct"]["fps_seq"], ssh["fps_seq"]),
+        "fps_conc_direct_over_ssh": ratio(summary["direct"]["fps_conc"], ssh["fps_conc"]),
     }
 
     def verdict(ok):
@@ -392,6 +396,9 @@ def report(args):
     print(f"  1-flow {x(r['tp1_ours_over_ssh'])}, 16-flow {x(r['tp16_ours_over_ssh'])}, "
           f"flows/s seq {x(r['fps_seq_ours_over_ssh'])}, flows/s x{args.concurrency} {x(r['fps_conc_ours_over_ssh'])}", file=out)
     print(f"  (ours / stunnel 1-flow {x(r['tp1_ours_over_stunnel'])}, ours / direct 1-flow {x(r['tp1_ours_over_direct'])})",
+          file=out)
+    print(f"Ceiling for any forwarder, direct / ssh -L: flows/s seq {x(r['fps_seq_direct_over_ssh'])}, "
+          f"flows/s x{args.concurrency} {x(r['fps_conc_direct_over_ssh'])} (no tunnel opens flows faster than no tunnel)",
           file=out)
     print("", file=out)
     print("Targets (issue 4):", file=out)
