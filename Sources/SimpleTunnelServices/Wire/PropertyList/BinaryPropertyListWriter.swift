@@ -65,9 +65,10 @@ extension BinaryPropertyListWriter {
         let minimumDetached: Int
         var detached: Detached?
 
-        init(objectCount: Int, buffer: ByteBuffer, minimumDetached: Int = .max) {
-            self.buffer = buffer
+        init(objectCount: Int, buffer: consuming ByteBuffer, minimumDetached: Int = .max) {
             self.start = buffer.writerIndex
+            // Moved, not copied: a second reference would make the first write copy the whole storage.
+            self.buffer = consume buffer
             self.minimumDetached = minimumDetached
             self.referenceSize = Self.byteWidth(of: UInt64(objectCount - 1))
             self.offsets = Array(repeating: 0, count: objectCount)
