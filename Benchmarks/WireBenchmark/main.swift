@@ -1,6 +1,12 @@
 // Wire benchmark: encode+frame and deframe+decode throughput of the two
-// data-path messages. Run in release: `Benchmarks/wire.sh` (or
-// `swift run -c release WireBenchmark`). Prints MB/s of payload and messages/s.
+// data-path messages and of the small per-flow messages. Run in release:
+// `Benchmarks/wire.sh` (or `swift run -c release WireBenchmark`). Prints MB/s
+// of payload and messages/s.
+//
+// `WireBenchmark --encode-count <encode|pieces> <scenario> <n>` encodes one
+// scenario n times without timing, for instruction counts on a shared machine
+// (`Benchmarks/wire-instructions.sh`): `encode` into one reused buffer, as
+// above; `pieces` as `TunnelFrameEncoder` does, into a new buffer each time.
 import Foundation
 import NIOCore
 import SimpleTunnelServices
@@ -13,12 +19,24 @@ struct Scenario {
 
 let dataPayload = ByteBuffer(bytes: (0..<16_384).map { UInt8(truncatingIfNeeded: $0) })
 let packet = ByteBuffer(bytes: (0..<1_400).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+let smallPayload = ByteBuffer(bytes: (0..<64).map { UInt8(truncatingIfNeeded: $0) })
+let flow: TunnelConnectionIdentifier = -4_611_686_018_427_387_904  // Apple's hashes use all 64 bits
 let scenarios = [
     Scenario(name: "data 16 KiB", message: .data(identifier: 42, payload: dataPayload), payloadBytes: 16_384),
     Scenario(
         name: "packets 32x1400",
         message: .packets(identifier: 42, packets: Array(repeating: TunnelPacket(bytes: packet, protocolNumber: 2), count: 32)),
         payloadBytes: 32 * 1_400
+    ),
+    // The per-flow messages: one of each per TCP flow, besides its data.
+    Scenario(name: "open tcp", message: .open(identifier: flow, request: .tcp(TunnelEndpoint(host: "example.com", port: 443))), payloadBytes: 0),
+    Scenario(name: "openResult", message: .openResult(identifier: flow, result: .success), payloadBytes: 0),
+    Scenario(name: "close", message: .close(identifier: flow, direction: .all), payloadBytes: 0),
+    Scenario(name: "data 64 B", message: .data(identifier: flow, payload: smallPayload), payloadBytes: 64),
+    Scenario(
+        name: "data 64 B udp",
+        message: .data(identifier: flow, payload: smallPayload, endpoint: TunnelEndpoint(host: "192.0.2.1", port: 53)),
+        payloadBytes: 64
     ),
 ]
 
@@ -44,14 +62,39 @@ func report(_ scenario: Scenario, _ direction: String, _ perSecond: Double) {
     print("\(line) \(String(format: "%9.0f", megabytes)) MB/s \(String(format: "%10.0f", perSecond)) messages/s")
 }
 
+func encodeOnce(_ message: TunnelMessage, into buffer: inout ByteBuffer) throws {
+    buffer.clear()
+    try TunnelFrame.encode(message, into: &buffer)
+}
+
+var encodeBuffer = ByteBuffer()
+encodeBuffer.reserveCapacity(TunnelWireLimits.maximumFrameLength)
+
+let arguments = CommandLine.arguments.dropFirst()
+if arguments.first == "--encode-count" {
+    let rest = Array(arguments.dropFirst())
+    guard rest.count == 3, ["encode", "pieces"].contains(rest[0]), let scenario = scenarios.first(where: { $0.name == rest[1] }),
+        let count = Int(rest[2])
+    else {
+        print("usage: WireBenchmark --encode-count <encode|pieces> <scenario> <n>; scenarios: \(scenarios.map(\.name))")
+        exit(2)
+    }
+    var written = 0
+    for _ in 0..<count {
+        if rest[0] == "encode" {
+            try encodeOnce(scenario.message, into: &encodeBuffer)
+            written &+= encodeBuffer.readableBytes
+        } else {
+            written &+= try TunnelFrame.encodePieces(scenario.message, allocator: ByteBufferAllocator()).head.readableBytes
+        }
+    }
+    precondition(written > 0)
+    exit(0)
+}
+
 var sink = 0
 for scenario in scenarios {
-    var buffer = ByteBuffer()
-    buffer.reserveCapacity(TunnelWireLimits.maximumFrameLength)
-    let encodeRate = try measure {
-        buffer.clear()
-        try TunnelFrame.encode(scenario.message, into: &buffer)
-    }
+    let encodeRate = try measure { try encodeOnce(scenario.message, into: &encodeBuffer) }
     report(scenario, "encode+frame", encodeRate)
 
     var frame = ByteBuffer()
@@ -60,7 +103,7 @@ for scenario in scenarios {
         var stream = frame
         guard let payload = try TunnelFrameDecoder.nextPayload(from: &stream) else { fatalError("incomplete frame") }
         let message = try TunnelFrame.decodeMessage(payload: payload)
-        sink &+= message.identifier == 42 ? 1 : 0
+        sink &+= message.identifier == scenario.message.identifier ? 1 : 0
     }
     report(scenario, "deframe+decode", decodeRate)
 }

@@ -49,6 +49,10 @@ public enum TunnelFrame {
     static func writeFrame(
         _ message: TunnelMessage, into buffer: inout ByteBuffer, detachingDataOf minimumDetached: Int
     ) throws(TunnelFrameError) -> BinaryPropertyListWriter.Detached? {
+        var size = ScalarDictionarySize(detachingDataOf: minimumDetached)
+        if let shape = message.offerScalarValues(to: &size), size.isWritable {
+            return try writeScalarFrame(message, shape: shape, size: size, into: &buffer)
+        }
         let start = buffer.writerIndex
         buffer.writeInteger(UInt32(0))  // patched below once the length is known
         let detached = BinaryPropertyListWriter.writeDictionary(message.propertyListEntries, into: &buffer, detachingDataOf: minimumDetached)
@@ -59,6 +63,21 @@ public enum TunnelFrame {
         }
         buffer.setInteger(UInt32(length), at: start, endianness: .little)
         return detached
+    }
+
+    /// `writeFrame` for the messages of integers, ASCII strings and data
+    /// (most of them): sized first, so the length goes in first and the whole
+    /// frame is written in one pass into memory reserved for it.
+    private static func writeScalarFrame(
+        _ message: TunnelMessage, shape: ScalarDictionaryShape, size: ScalarDictionarySize, into buffer: inout ByteBuffer
+    ) throws(TunnelFrameError) -> BinaryPropertyListWriter.Detached? {
+        let length = TunnelWireLimits.lengthPrefixSize + size.documentLength(shape)
+        guard length <= TunnelWireLimits.maximumFrameLength else {
+            throw .lengthTooLarge(length)
+        }
+        return ScalarDictionaryWriter.write(shape, size: size, lengthPrefix: UInt32(length), into: &buffer) { writer in
+            _ = message.offerScalarValues(to: &writer)
+        }
     }
 }
 

@@ -26,4 +26,14 @@ enum BinaryPropertyListFormat {
     static let trueByte: UInt8 = 0x09
     /// Low nibble meaning "the count follows as an integer object".
     static let extendedCount: UInt8 = 0x0F
+
+    /// Bytes needed to hold `value`: 1, 2, 4 or 8 (offsets, references, integers).
+    static func byteWidth(of value: UInt64) -> Int {
+        switch value {
+        case 0...0xFF: return 1
+        case 0...0xFFFF: return 2
+        case 0...0xFFFF_FFFF: return 4
+        default: return 8
+        }
+    }
 }

@@ -65,11 +65,12 @@ extension BinaryPropertyListWriter {
         let minimumDetached: Int
         var detached: Detached?
 
-        init(objectCount: Int, buffer: ByteBuffer, minimumDetached: Int = .max) {
-            self.buffer = buffer
+        init(objectCount: Int, buffer: consuming ByteBuffer, minimumDetached: Int = .max) {
             self.start = buffer.writerIndex
+            // Moved, not copied: a second reference would make the first write copy the whole storage.
+            self.buffer = consume buffer
             self.minimumDetached = minimumDetached
-            self.referenceSize = Self.byteWidth(of: UInt64(objectCount - 1))
+            self.referenceSize = BinaryPropertyListFormat.byteWidth(of: UInt64(objectCount - 1))
             self.offsets = Array(repeating: 0, count: objectCount)
             self.buffer.writeBytes(BinaryPropertyListFormat.magic)
         }
@@ -135,7 +136,7 @@ extension BinaryPropertyListWriter {
                 }
             case .uid(let number):
                 offsets[index] = position
-                let width = Self.byteWidth(of: number)
+                let width = BinaryPropertyListFormat.byteWidth(of: number)
                 buffer.writeInteger(BinaryPropertyListFormat.Marker.uid.rawValue << 4 | UInt8(width - 1))
                 writeUnsigned(number, width: width)
             }
@@ -166,7 +167,7 @@ extension BinaryPropertyListWriter {
         /// Appends the offset table and the trailer.
         mutating func finish() {
             let tableStart = position
-            let offsetSize = Self.byteWidth(of: UInt64(tableStart))
+            let offsetSize = BinaryPropertyListFormat.byteWidth(of: UInt64(tableStart))
             for offset in offsets {
                 writeUnsigned(UInt64(offset), width: offsetSize)
             }
@@ -234,16 +235,6 @@ extension BinaryPropertyListWriter {
             case 2: buffer.writeInteger(UInt16(truncatingIfNeeded: value), endianness: .big)
             case 4: buffer.writeInteger(UInt32(truncatingIfNeeded: value), endianness: .big)
             default: buffer.writeInteger(value, endianness: .big)
-            }
-        }
-
-        /// Bytes needed to hold `value`: 1, 2, 4 or 8.
-        static func byteWidth(of value: UInt64) -> Int {
-            switch value {
-            case 0...0xFF: return 1
-            case 0...0xFFFF: return 2
-            case 0...0xFFFF_FFFF: return 4
-            default: return 8
             }
         }
     }

@@ -1,0 +1,76 @@
+import NIOCore
+
+// The per-flow messages (open, openResult, close, data...) hold only
+// integers, strings and data, so they are written by `ScalarDictionaryWriter`
+// from precomputed key bytes, without building `propertyListEntries`. The
+// bytes are the same (TunnelMessageScalarEncodingTests).
+
+extension TunnelMessage {
+    /// Offers the message's values to `sink` in the order of
+    /// `propertyListEntries` and returns the shape of its keys; nil for a
+    /// message with a nested value (packets, a configuration), which takes the
+    /// general writer (what `sink` got is then meaningless).
+    func offerScalarValues<Sink: ScalarValueSink>(to sink: inout Sink) -> ScalarDictionaryShape? {
+        sink.integer(identifier)
+        sink.integer(Int64(command.rawValue))
+        switch self {
+        case .data(_, let payload, let endpoint):
+            sink.data(payload)
+            guard let endpoint else { return ScalarShapes.data }
+            sink.string(endpoint.host)
+            sink.integer(Int64(endpoint.port))
+            return ScalarShapes.datagram
+        case .suspend, .resume, .fetchConfiguration(_, .none):
+            return ScalarShapes.bare
+        case .close(_, let direction):
+            sink.integer(Int64(direction.rawValue))
+            return ScalarShapes.close
+        case .dns(_, let packet, let source):
+            sink.data(packet)
+            guard let source else { return ScalarShapes.dnsQuery }
+            sink.string(source)
+            return ScalarShapes.dnsAnswer
+        case .open(_, .tcp(let endpoint)):
+            sink.integer(Int64(TunnelLayer.app.rawValue))
+            sink.integer(Int64(AppProxyFlowKind.tcp.rawValue))
+            sink.string(endpoint.host)
+            sink.string(String(endpoint.port))  // a string for Apple's server (PROTOCOL.md A2)
+            return ScalarShapes.openTCP
+        case .open(_, .udp):
+            sink.integer(Int64(TunnelLayer.app.rawValue))
+            sink.integer(Int64(AppProxyFlowKind.udp.rawValue))
+            return ScalarShapes.openUDP
+        case .open(_, .ip):
+            sink.integer(Int64(TunnelLayer.ip.rawValue))
+            return ScalarShapes.openIP
+        case .openResult(_, let result, .none), .authenticateResult(let result):
+            sink.integer(Int64(result.rawValue))
+            return ScalarShapes.result
+        case .authenticate(let login, let password):
+            sink.string(login)
+            sink.string(password)
+            return ScalarShapes.authenticate
+        case .packets, .openResult(_, _, .some), .fetchConfiguration(_, .some):
+            return nil
+        }
+    }
+}
+
+/// The key lists of the scalar messages, each after `identifier` and `command`.
+private enum ScalarShapes {
+    static let bare = shape()
+    static let data = shape(.data)
+    static let datagram = shape(.data, .host, .port)
+    static let close = shape(.closeDirection)
+    static let dnsQuery = shape(.dnsPacket)
+    static let dnsAnswer = shape(.dnsPacket, .dnsPacketSource)
+    static let openTCP = shape(.tunnelType, .appProxyFlowType, .host, .port)
+    static let openUDP = shape(.tunnelType, .appProxyFlowType)
+    static let openIP = shape(.tunnelType)
+    static let result = shape(.resultCode)
+    static let authenticate = shape(.login, .password)
+
+    private static func shape(_ keys: TunnelMessageKey...) -> ScalarDictionaryShape {
+        ScalarDictionaryShape(keys: ([.identifier, .command] + keys).map(\.rawValue))
+    }
+}
