@@ -110,8 +110,17 @@ public final class IPTunnelSession: Sendable {
             return
         }
         logger.notice("IP tunnel back on \(deviceName) with new settings: \(settings.address)/\(settings.prefixLength) (was \(previous.address))")
-        try network.undoAll()
-        try Self.apply(settings, options: options, server: tunnel.channel.remoteAddress, device: deviceName, network: network)
+        var addressOnly = previous
+        addressOnly.address = settings.address
+        addressOnly.prefixLength = settings.prefixLength
+        if addressOnly == settings {
+            // A new lease alone: swapped under the routes in place, so nothing leaks around the tunnel meanwhile.
+            try network.replaceAddress(
+                previous.address, prefixLength: previous.prefixLength, with: settings.address, prefixLength: settings.prefixLength, device: deviceName)
+        } else {
+            try network.undoAll()
+            try Self.apply(settings, options: options, server: tunnel.channel.remoteAddress, device: deviceName, network: network)
+        }
         current.withLockedValue { $0 = settings }
     }
 

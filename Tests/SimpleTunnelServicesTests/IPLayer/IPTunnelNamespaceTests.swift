@@ -260,6 +260,51 @@ struct IPTunnelNamespaceTests {
         #expect(leases.contains("subject:CN=client-stun2") && leases.contains("10.90.0.3"), "\(leases)")
     }
 
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func aNewLeaseAfterAReconnectionIsSwappedInWhileTheFullTunnelsRoutesStay() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer(pushRoutes: false)
+        let other = try vpn.clientNamespace(1)
+        let mine = try vpn.clientNamespace(2)
+        let first = try await vpn.startClient(in: other, serverAddress: "198.18.11.1", device: "stun1")
+        let client = try await vpn.startClient(in: mine, serverAddress: "198.18.12.1", device: "stun2")
+        let control = vpn.controlPath("stun2")
+        var seen: [TunnelClientState] = []
+        let before = await waitForState(.connected, control: control, seen: &seen)
+        #expect(before?.lease == "10.90.0.3/32 on stun2", "\(String(describing: before))")
+
+        // From here on, every route change in the client's namespace is recorded.
+        let monitor = try vpn.lab.start(in: mine, ["ip", "monitor", "route"])
+        try await Task.sleep(for: .milliseconds(300))
+        first.terminate()
+        try await Task.sleep(for: .milliseconds(500))
+        await vpn.stopServer()
+        #expect(await waitForState(.reasserting, control: control, seen: &seen) != nil, "the client did not notice:\n\(client.outputSoFar)")
+        // The server comes back without its leases: the lowest address, not ours, is what it gives.
+        try FileManager.default.removeItem(atPath: vpn.directory + "/server-state/leases.json")
+        try await vpn.restartServer(pushRoutes: false)
+        let swapped = await client.waitForOutput(containing: "with new settings", timeout: 30)
+        #expect(swapped != nil, "\(client.outputSoFar)")
+        let after = await waitForState(.connected, control: control, seen: &seen)
+        #expect(after?.lease == "10.90.0.2/32 on stun2", "\(String(describing: after))\n\(client.outputSoFar)")
+
+        let addresses = try vpn.lab.run(in: mine, ["ip", "-4", "addr", "show", "dev", "stun2"]).standardOutput
+        #expect(addresses.contains("10.90.0.2/32") && !addresses.contains("10.90.0.3"), "\(addresses)")
+        let ping = try vpn.lab.run(in: mine, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+        #expect(ping.status == 0, "ping on the new lease failed: \(ping.standardOutput)\n\(client.outputSoFar)")
+        monitor.terminate()
+        let changes = await monitor.finish(timeout: 10).output
+        // The routes that keep traffic in the tunnel were never taken away, not even for a moment.
+        let lapses = changes.split(separator: "\n").filter {
+            $0.hasPrefix("Deleted") && ($0.contains("0.0.0.0/1") || $0.contains("128.0.0.0/1") || $0.contains("blackhole"))
+        }
+        #expect(lapses.isEmpty, "\(changes)")
+        let routes = try vpn.lab.run(in: mine, ["ip", "route"]).standardOutput
+        #expect(routes.contains("0.0.0.0/1 dev stun2") && routes.contains("128.0.0.0/1 dev stun2"), "\(routes)")
+        #expect(try vpn.lab.run(in: mine, ["ip", "-6", "route"]).standardOutput.contains("blackhole ::/1"))
+    }
+
     /// The Uid line and the capability sets of every thread of `pid`.
     func credentials(of pid: Int32) throws -> (uids: String, threads: [(permitted: UInt64, effective: UInt64, ambient: UInt64)]) {
         func field(_ name: String, in text: String) -> String {

@@ -96,4 +96,40 @@ struct NamespaceNetworkConfiguratorTests {
         try lab.writeResolvConf(for: namespace, "nameserver 10.203.0.54\n")
         #expect(try lab.run(in: namespace, ["cat", "/etc/resolv.conf"]).standardOutput == "nameserver 10.203.0.54\n")
     }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root and `ip netns`"))
+    func aNewAddressReplacesTheOldWithoutTheRoutesThroughTheDeviceLapsing() throws {
+        let lab = NetworkNamespaceLab()
+        defer { lab.cleanup() }
+        let namespace = try lab.makeNamespace()
+        _ = try lab.runner.runChecked(["ip", "-n", namespace, "link", "add", "d0", "type", "veth", "peer", "name", "d1"])
+        _ = try lab.runner.runChecked(["ip", "-n", namespace, "link", "set", "d1", "up"])
+        let show = { (arguments: [String]) throws -> String in
+            try lab.runner.runChecked(["ip", "-n", namespace] + arguments).standardOutput
+        }
+        let routesBefore = try show(["route"])
+        let configurator = LinuxNetworkConfigurator(namespace: namespace)
+        try configurator.setLinkUp(device: "d0", mtu: 1400)
+        try configurator.addAddress(IPv4Address(10, 201, 0, 2), prefixLength: 24, device: "d0")
+        try configurator.addRoute(try IPv4Network(parsing: "203.0.113.0/24"), device: "d0")
+
+        // In the same subnet: added first, the new address would be the old one's secondary and
+        // vanish with it (this namespace does not promote secondaries), and so would the route.
+        try configurator.replaceAddress(IPv4Address(10, 201, 0, 2), prefixLength: 24, with: IPv4Address(10, 201, 0, 3), prefixLength: 24, device: "d0")
+        var addresses = try show(["-4", "address", "show", "dev", "d0"])
+        #expect(addresses.contains("inet 10.201.0.3/24") && !addresses.contains("10.201.0.2") && !addresses.contains("/32"), "\(addresses)")
+        #expect(try show(["route"]).contains("203.0.113.0/24 dev d0"))
+
+        // Another subnet and prefix.
+        try configurator.replaceAddress(IPv4Address(10, 201, 0, 3), prefixLength: 24, with: IPv4Address(10, 202, 0, 9), prefixLength: 32, device: "d0")
+        addresses = try show(["-4", "address", "show", "dev", "d0"])
+        #expect(addresses.contains("inet 10.202.0.9/32") && !addresses.contains("10.201.0."), "\(addresses)")
+        #expect(try show(["route"]).contains("203.0.113.0/24 dev d0"))
+
+        // Undo removes the address in place now, and nothing else is left.
+        #expect(configurator.pendingUndo.filter { $0.contains("address del") } == ["ip -n \(namespace) address del 10.202.0.9/32 dev d0"])
+        try configurator.undoAll()
+        #expect(!(try show(["-4", "address", "show", "dev", "d0"]).contains("inet ")))
+        #expect(try show(["route"]) == routesBefore)
+    }
 }

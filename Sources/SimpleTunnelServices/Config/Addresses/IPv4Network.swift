@@ -70,7 +70,7 @@ public struct IPv4Network: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(address)/\(prefixLength)" }
 
-    private static func maskBits(_ prefixLength: Int) -> UInt32 {
+    static func maskBits(_ prefixLength: Int) -> UInt32 {
         prefixLength == 0 ? 0 : UInt32.max << (32 - prefixLength)
     }
 }

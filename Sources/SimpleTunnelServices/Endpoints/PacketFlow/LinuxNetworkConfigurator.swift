@@ -67,6 +67,36 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
         }
     }
 
+    /// Moves `device` from the address added by `addAddress` to another one,
+    /// never leaving it without an address: the kernel deletes every route
+    /// through a device that loses its last IPv4 address, and a full tunnel's
+    /// routes must not lapse, or traffic leaks around the tunnel meanwhile.
+    /// An address in the old one's subnet would be its secondary, which the
+    /// kernel deletes with it, so a /32 of the new address bridges the change.
+    public func replaceAddress(
+        _ old: IPv4Address, prefixLength oldPrefix: Int, with new: IPv4Address, prefixLength newPrefix: Int, device: String
+    ) throws(NetworkConfigurationError) {
+        guard (0...32).contains(newPrefix) else {
+            throw .invalidSetting("prefix length \(newPrefix) is not from 0 to 32")
+        }
+        let oldTarget = ["\(old)/\(oldPrefix)", "dev", device]
+        let newTarget = ["\(new)/\(newPrefix)", "dev", device]
+        guard oldTarget != newTarget else { return }
+        let wouldBeSecondary = oldPrefix == newPrefix && old.rawValue & IPv4Network.maskBits(oldPrefix) == new.rawValue & IPv4Network.maskBits(oldPrefix)
+        try locked { () throws(NetworkConfigurationError) in
+            if wouldBeSecondary {
+                let bridge = ["\(new)/32", "dev", device]
+                try apply(ip(["address", "add"] + bridge), undo: ip(["address", "del"] + bridge))
+                try undoNow(ip(["address", "del"] + oldTarget))
+                try apply(ip(["address", "add"] + newTarget), undo: ip(["address", "del"] + newTarget))
+                try undoNow(ip(["address", "del"] + bridge))
+            } else {
+                try apply(ip(["address", "add"] + newTarget), undo: ip(["address", "del"] + newTarget))
+                try undoNow(ip(["address", "del"] + oldTarget))
+            }
+        }
+    }
+
     /// Adds a route to `destination` through `gateway` and/or out of `device`.
     public func addRoute(_ destination: IPv4Network, via gateway: IPv4Address? = nil, device: String? = nil) throws(NetworkConfigurationError) {
         let target = try Self.routeTarget(destination, via: gateway, device: device)
@@ -207,6 +237,16 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
         _ = try runner.runChecked(command)
         logger.debug("network setting applied", metadata: ["command": "\(NetworkConfigurationError.shellText(command))"])
         undoSteps.append(.command(undo))
+    }
+
+    /// Performs the recorded undo step `command` now and forgets it. Call with the lock held.
+    private func undoNow(_ command: [String]) throws(NetworkConfigurationError) {
+        guard let index = undoSteps.lastIndex(where: { if case .command(command) = $0 { true } else { false } }) else {
+            throw .invalidSetting("nothing recorded to undo with `\(NetworkConfigurationError.shellText(command))`")
+        }
+        try undoSteps[index].perform(with: runner)
+        undoSteps.remove(at: index)
+        logger.debug("network setting undone", metadata: ["command": "\(NetworkConfigurationError.shellText(command))"])
     }
 
     private func ip(_ arguments: [String]) -> [String] {
