@@ -78,6 +78,14 @@ let package = Package(
             path: "Benchmarks/WireBenchmark"
         ),
         .executableTarget(
+            name: "RelayFloor",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/RelayFloor"
+        ),
+        .executableTarget(
             name: "TLSBenchmark",
             dependencies: [
                 "SimpleTunnelServices",

@@ -4,6 +4,9 @@
 #   ours     tunnel-client forward -L  ->  TLS tunnel  ->  tunnel-server
 #   ssh      ssh -N -L (default cipher, -F /dev/null) to a private sshd on 127.0.0.1
 #   stunnel  stunnel client -> TLS -> stunnel server (throwaway P-256 self-signed cert)
+#   relay    Benchmarks/RelayFloor: the smallest SwiftNIO forwarder (one process, no TLS, no
+#            tunnel, a connection to the target per accepted one): the most any forwarder
+#            built on SwiftNIO reaches here, which shows how far a target is within reach
 # and four figures for each:
 #   1-flow   iperf3 -t DURATION, Gbit/s (receiver)
 #   16-flow  iperf3 -t DURATION -P 16, Gbit/s (receiver)
@@ -87,9 +90,12 @@ if [ "$SKIP_BUILD" != 1 ]; then
     log "building release binaries"
     swift build -c release --product tunnel-server >&2
     swift build -c release --product tunnel-client >&2
+    swift build -c release --product RelayFloor >&2
 fi
 BIN=${OURS_BIN:-$(swift build -c release --show-bin-path)}
 [ -x "$BIN/tunnel-server" ] && [ -x "$BIN/tunnel-client" ] || die "no release binaries in $BIN"
+RELAY_FLOOR="$(swift build -c release --show-bin-path)/RelayFloor"
+[ -x "$RELAY_FLOOR" ] || die "no $RELAY_FLOOR: swift build -c release --product RelayFloor"
 
 # 1000 idle flows hold ~4 descriptors each across the helper, forwarders and sink.
 if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 8192 ]; then
@@ -267,6 +273,14 @@ CONF
     wait_listen "$SSH_ECHO" "$SSH_PID" "ssh -N -L"
 }
 
+start_relay() {
+    RELAY_TP=$(free_port); RELAY_ECHO=$(free_port)
+    start "$TMP/logs/relay-$1.log" "$RELAY_FLOOR" "$RELAY_TP:$IPERF_PORT" "$RELAY_ECHO:$ECHO_PORT"
+    RELAY_PID=$LAST_PID; ROUND_PIDS+=("$LAST_PID")
+    wait_listen "$RELAY_TP" "$RELAY_PID" "RelayFloor"
+    wait_listen "$RELAY_ECHO" "$RELAY_PID" "RelayFloor"
+}
+
 STUNNEL_TLS=unknown
 start_stunnel() {
     local round=$1 s_tp s_echo
@@ -364,6 +378,7 @@ for round in $(seq 1 "$RUNS"); do
     start_ours "$round"
     start_ssh "$round"
     start_stunnel "$round"
+    start_relay "$round"
 
     if measuring idle; then
         measure_idle "$round" ours "$OURS_ECHO" "$OURS_SERVER_PID" "$OURS_CLIENT_PID"
@@ -371,30 +386,31 @@ for round in $(seq 1 "$RUNS"); do
         measure_idle "$round" stunnel "$STUNNEL_ECHO" "$STUNNEL_SERVER_PID" "$STUNNEL_CLIENT_PID"
     fi
 
-    for setup in direct ours ssh stunnel; do
+    for setup in direct ours ssh stunnel relay; do
         measuring tp1 || break
         case $setup in
-            direct) tp=$DIRECT_TP ;; ours) tp=$OURS_TP ;; ssh) tp=$SSH_TP ;; stunnel) tp=$STUNNEL_TP ;;
+            direct) tp=$DIRECT_TP ;; ours) tp=$OURS_TP ;; ssh) tp=$SSH_TP ;; stunnel) tp=$STUNNEL_TP ;; relay) tp=$RELAY_TP ;;
         esac
         measure_iperf "$round" "$setup" tp1 "$tp" 1
     done
-    for setup in direct ours ssh stunnel; do
+    for setup in direct ours ssh stunnel relay; do
         measuring tp16 || break
         case $setup in
-            direct) tp=$DIRECT_TP ;; ours) tp=$OURS_TP ;; ssh) tp=$SSH_TP ;; stunnel) tp=$STUNNEL_TP ;;
+            direct) tp=$DIRECT_TP ;; ours) tp=$OURS_TP ;; ssh) tp=$SSH_TP ;; stunnel) tp=$STUNNEL_TP ;; relay) tp=$RELAY_TP ;;
         esac
         measure_iperf "$round" "$setup" tp16 "$tp" 16
     done
-    for setup in direct ours ssh stunnel; do
+    for setup in direct ours ssh stunnel relay; do
         measuring fps || break
         case $setup in
             direct) echo_port=$DIRECT_ECHO ;; ours) echo_port=$OURS_ECHO ;; ssh) echo_port=$SSH_ECHO ;; stunnel) echo_port=$STUNNEL_ECHO ;;
+            relay) echo_port=$RELAY_ECHO ;;
         esac
         measure_flows "$round" "$setup" fps1 "$echo_port" 1
         measure_flows "$round" "$setup" fpsC "$echo_port" "$CONCURRENCY"
     done
 
-    for pid in "$OURS_SERVER_PID" "$OURS_CLIENT_PID" "$SSHD_PID" "$SSH_PID" "$STUNNEL_SERVER_PID" "$STUNNEL_CLIENT_PID"; do
+    for pid in "$OURS_SERVER_PID" "$OURS_CLIENT_PID" "$SSHD_PID" "$SSH_PID" "$STUNNEL_SERVER_PID" "$STUNNEL_CLIENT_PID" "$RELAY_PID"; do
         kill -0 "$pid" 2>/dev/null || log "WARNING: process $pid died during round $round"
     done
     stop_round

@@ -265,7 +265,8 @@ def ssh_cipher(args):
 
 # ----------------------------------------------------------------------- report
 
-SETUPS = [("direct", "direct"), ("ours", "ours (forward)"), ("ssh", "ssh -N -L"), ("stunnel", "stunnel pair")]
+SETUPS = [("direct", "direct"), ("ours", "ours (forward)"), ("ssh", "ssh -N -L"), ("stunnel", "stunnel pair"),
+          ("relay", "bare NIO relay")]
 
 
 def _median(values):
@@ -334,6 +335,11 @@ def report(args):
         # highest "x ssh -L" any tunnel can reach with this generator and sink on this machine.
         "fps_seq_direct_over_ssh": ratio(summary["direct"]["fps_seq"], ssh["fps_seq"]),
         "fps_conc_direct_over_ssh": ratio(summary["direct"]["fps_conc"], ssh["fps_conc"]),
+        # The smallest SwiftNIO forwarder (one process, no TLS, no tunnel): the most any
+        # forwarder built on SwiftNIO reaches on this machine.
+        "tp1_relay_over_ssh": ratio(summary["relay"]["tp1_gbps"], ssh["tp1_gbps"]),
+        "fps_seq_relay_over_ssh": ratio(summary["relay"]["fps_seq"], ssh["fps_seq"]),
+        "fps_conc_relay_over_ssh": ratio(summary["relay"]["fps_conc"], ssh["fps_conc"]),
     }
 
     def verdict(ok):
@@ -400,6 +406,9 @@ def report(args):
     print(f"Ceiling for any forwarder, direct / ssh -L: flows/s seq {x(r['fps_seq_direct_over_ssh'])}, "
           f"flows/s x{args.concurrency} {x(r['fps_conc_direct_over_ssh'])} (no tunnel opens flows faster than no tunnel)",
           file=out)
+    print(f"Ceiling for a SwiftNIO forwarder, bare NIO relay / ssh -L: 1-flow {x(r['tp1_relay_over_ssh'])}, "
+          f"flows/s seq {x(r['fps_seq_relay_over_ssh'])}, flows/s x{args.concurrency} {x(r['fps_conc_relay_over_ssh'])} "
+          "(one process that only accepts, connects and copies: no TLS, no tunnel)", file=out)
     print("", file=out)
     print("Targets (issue 4):", file=out)
     for name, value, target, result in targets:
