@@ -120,7 +120,7 @@ for pair in pairs {
         .bind(host: "127.0.0.1", port: pair.listen)
         .wait()
     print("relaying 127.0.0.1:\(listener.localAddress?.port ?? pair.listen) to 127.0.0.1:\(pair.target)")
-    fflush(stdout)
+    fflush(nil)  // every stream: the script waits for this line
     listeners.append(listener)
 }
 for listener in listeners {
