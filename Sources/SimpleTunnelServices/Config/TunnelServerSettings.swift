@@ -1,3 +1,5 @@
+import NIOCore
+
 /// The server's own settings, from the configuration's `Server` dictionary
 /// (PROTOCOL.md B4); never sent to a client.
 ///
@@ -52,13 +54,14 @@ public struct TunnelServerSettings: Sendable, Hashable {
         /// UDP flows in one tunnel, each holding a socket (`UDPFlowsPerTunnel`).
         public var udpFlowsPerTunnel: Int
 
+        /// Defaults are the runtime's own, so a key left out means what no configuration means.
         public init(
-            flowsPerTunnel: Int = 4096,
-            tunnels: Int = 256,
-            firstMessageTimeout: Duration = .seconds(10),
-            connectTimeout: Duration = .seconds(10),
-            udpIdleTimeout: Duration = .seconds(60),
-            udpFlowsPerTunnel: Int = 256
+            flowsPerTunnel: Int = TunnelMultiplexer.Limits().maximumFlows,
+            tunnels: Int = TunnelServer.Settings().maximumTunnels,
+            firstMessageTimeout: Duration = .nanoseconds(TunnelServer.Settings().firstMessageTimeout.nanoseconds),
+            connectTimeout: Duration = .nanoseconds(ServerFlowOpener.Settings().connectTimeout.nanoseconds),
+            udpIdleTimeout: Duration = .nanoseconds(TunnelMultiplexer.Limits().udpIdleTimeout.nanoseconds),
+            udpFlowsPerTunnel: Int = TunnelMultiplexer.Limits().maximumUDPFlows
         ) {
             self.flowsPerTunnel = flowsPerTunnel
             self.tunnels = tunnels
