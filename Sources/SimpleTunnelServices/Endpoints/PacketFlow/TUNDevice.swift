@@ -17,7 +17,7 @@ import NIOCore
 ///
 /// Addresses, routes and the link state belong to `LinuxNetworkConfigurator`.
 public final class TUNDevice: PacketFlow, @unchecked Sendable {
-    // @unchecked: `state`, `countersStorage` and `lastKnownMTU` are guarded by `lock`; the
+    // @unchecked: `state`, `countersStorage` and `lastKnownMTU` are guarded by `lock` (the reader's counts by their own box); the
     // descriptors are immutable and closed only after the reader has stopped
     // and no write can start (state `.closed`).
     public let name: String
@@ -37,6 +37,8 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
     private let lock = NIOLock()
     private var state = State.idle
     private var countersStorage = PacketFlowCounters()
+    /// The reader's counts, apart: counting a batch must not wait behind a write to the device.
+    private let readCounts = NIOLockedValueBox((packets: 0, bytes: 0))
     private var lastKnownMTU: Int
 
     /// Creates a TUN interface in the calling process's network namespace.
@@ -92,7 +94,9 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
     }
 
     public var counters: PacketFlowCounters {
-        lock.withLock { countersStorage }
+        var counters = lock.withLock { countersStorage }
+        (counters.packetsRead, counters.bytesRead) = readCounts.withLockedValue { $0 }
+        return counters
     }
 
     public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([ByteBuffer]) -> Void) {
@@ -195,8 +199,7 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
     }
 
     private func recordRead(_ batch: [ByteBuffer]) {
-        lock.withLock {
-            for packet in batch { countersStorage.recordRead(packet) }
-        }
+        let bytes = batch.reduce(0) { $0 + $1.readableBytes }
+        readCounts.withLockedValue { $0 = ($0.packets + batch.count, $0.bytes + bytes) }
     }
 }
