@@ -17,7 +17,7 @@ public struct DNSForwarder: Sendable {
             switch self {
             case .tooManyQueries(let limit): return "\(limit) DNS queries of this tunnel are already waiting for the resolver"
             case .noResolver: return "no DNS resolver is configured on the server"
-            case .timedOut(let resolver): return "the resolver \(resolver) did not answer in time"
+            case .timedOut(let resolver): return "the resolver \(TunnelEndpoint(resolver)) did not answer in time"
             case .malformedQuery: return "the DNS query is shorter than a DNS header"
             }
         }

@@ -130,18 +130,20 @@ public final class ServerFlowOpener: FlowOpener {
 
     /// Maps a connect error to its result code (PROTOCOL.md A4).
     static func classify(_ error: Error, address: SocketAddress) -> FlowOpenFailure {
+        // host:port as a user writes it, not SocketAddress's "[IPv4]name/address:port".
+        let target = TunnelEndpoint(address)
         if let channelError = error as? ChannelError, case .connectTimeout = channelError {
-            return FlowOpenFailure(.timeout, "connecting to \(address) timed out")
+            return FlowOpenFailure(.timeout, "connecting to \(target) timed out")
         }
         if let ioError = error as? IOError, ioError.errnoCode == ECONNREFUSED {
-            return FlowOpenFailure(.refused, "\(address) refused the connection")
+            return FlowOpenFailure(.refused, "\(target) refused the connection")
         }
         if let connectionError = error as? NIOConnectionError {
             for attempt in connectionError.connectionErrors {
                 return classify(attempt.error, address: attempt.target)
             }
         }
-        return FlowOpenFailure(.internalError, "connecting to \(address) failed: \(error)")
+        return FlowOpenFailure(.internalError, "connecting to \(target) failed: \(error)")
     }
 
     /// Of several failed attempts, the one that says most: refused, then timed out.
