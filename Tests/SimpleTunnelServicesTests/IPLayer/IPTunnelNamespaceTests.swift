@@ -221,20 +221,28 @@ struct IPTunnelNamespaceTests {
         return nil
     }
 
+    /// Starts the server and two clients; ours (`stun2`) gets the second address,
+    /// because the other (returned as `first`) took the lowest.
+    func secondClient(
+        of vpn: VPNLab, pushRoutes: Bool, seen: inout [TunnelClientState]
+    ) async throws -> (namespace: String, first: ExternalProcess, client: ExternalProcess, control: String) {
+        try await vpn.startServer(pushRoutes: pushRoutes)
+        let other = try vpn.clientNamespace(1)
+        let mine = try vpn.clientNamespace(2)
+        let first = try await vpn.startClient(in: other, serverAddress: "198.18.11.1", device: "stun1")
+        let client = try await vpn.startClient(in: mine, serverAddress: "198.18.12.1", device: "stun2")
+        let control = vpn.controlPath("stun2")
+        let before = await waitForState(.connected, control: control, seen: &seen)
+        #expect(before?.lease == "10.90.0.3/32 on stun2", "\(String(describing: before))")
+        return (mine, first, client, control)
+    }
+
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
     func aClientReassertsAcrossAServerRestartAndGetsItsLeaseBack() async throws {
         let vpn = try VPNLab()
         defer { vpn.cleanup() }
-        try await vpn.startServer()
-        let other = try vpn.clientNamespace(1)
-        let mine = try vpn.clientNamespace(2)
-        // Another client takes the lowest address first; ours gets the second.
-        let first = try await vpn.startClient(in: other, serverAddress: "198.18.11.1", device: "stun1")
-        let client = try await vpn.startClient(in: mine, serverAddress: "198.18.12.1", device: "stun2")
-        let control = vpn.controlPath("stun2")
         var seen: [TunnelClientState] = []
-        let before = await waitForState(.connected, control: control, seen: &seen)
-        #expect(before?.lease == "10.90.0.3/32 on stun2", "\(String(describing: before))")
+        let (mine, first, client, control) = try await secondClient(of: vpn, pushRoutes: true, seen: &seen)
 
         // The other client leaves, so the lowest address is free; then the server dies.
         first.terminate()
@@ -264,15 +272,8 @@ struct IPTunnelNamespaceTests {
     func aNewLeaseAfterAReconnectionIsSwappedInWhileTheFullTunnelsRoutesStay() async throws {
         let vpn = try VPNLab()
         defer { vpn.cleanup() }
-        try await vpn.startServer(pushRoutes: false)
-        let other = try vpn.clientNamespace(1)
-        let mine = try vpn.clientNamespace(2)
-        let first = try await vpn.startClient(in: other, serverAddress: "198.18.11.1", device: "stun1")
-        let client = try await vpn.startClient(in: mine, serverAddress: "198.18.12.1", device: "stun2")
-        let control = vpn.controlPath("stun2")
         var seen: [TunnelClientState] = []
-        let before = await waitForState(.connected, control: control, seen: &seen)
-        #expect(before?.lease == "10.90.0.3/32 on stun2", "\(String(describing: before))")
+        let (mine, first, client, control) = try await secondClient(of: vpn, pushRoutes: false, seen: &seen)
 
         // From here on, every route change in the client's namespace is recorded.
         let monitor = try vpn.lab.start(in: mine, ["ip", "monitor", "route"])

@@ -5,17 +5,20 @@ import Testing
 /// The configurator against a real kernel, inside throwaway namespaces.
 @Suite("Network configurator in a network namespace", .serialized)
 struct NamespaceNetworkConfiguratorTests {
+    /// A namespace with a veth pair d0/d1 inside it (the dummy module is often
+    /// missing), d1 up so d0 gets a carrier; and a way to read `ip` there.
+    static func namespaceWithVeth(_ lab: NetworkNamespaceLab) throws -> (String, ([String]) throws -> String) {
+        let namespace = try lab.makeNamespace()
+        _ = try lab.runner.runChecked(["ip", "-n", namespace, "link", "add", "d0", "type", "veth", "peer", "name", "d1"])
+        _ = try lab.runner.runChecked(["ip", "-n", namespace, "link", "set", "d1", "up"])
+        return (namespace, { arguments in try lab.runner.runChecked(["ip", "-n", namespace] + arguments).standardOutput })
+    }
+
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root and `ip netns`"))
     func everythingAddedIsGoneAfterUndo() throws {
         let lab = NetworkNamespaceLab()
         defer { lab.cleanup() }
-        let namespace = try lab.makeNamespace()
-        // A veth pair inside the namespace (the dummy module is often missing); d1 up so d0 gets a carrier.
-        _ = try lab.runner.runChecked(["ip", "-n", namespace, "link", "add", "d0", "type", "veth", "peer", "name", "d1"])
-        _ = try lab.runner.runChecked(["ip", "-n", namespace, "link", "set", "d1", "up"])
-        let show = { (arguments: [String]) throws -> String in
-            try lab.runner.runChecked(["ip", "-n", namespace] + arguments).standardOutput
-        }
+        let (namespace, show) = try Self.namespaceWithVeth(lab)
         let forwarding = { try lab.run(in: namespace, ["sysctl", "-n", "net.ipv4.ip_forward"]).standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) }
         let addressesBefore = try show(["-4", "address", "show", "dev", "d0"])
         let routesBefore = try show(["route"])
@@ -101,12 +104,7 @@ struct NamespaceNetworkConfiguratorTests {
     func aNewAddressReplacesTheOldWithoutTheRoutesThroughTheDeviceLapsing() throws {
         let lab = NetworkNamespaceLab()
         defer { lab.cleanup() }
-        let namespace = try lab.makeNamespace()
-        _ = try lab.runner.runChecked(["ip", "-n", namespace, "link", "add", "d0", "type", "veth", "peer", "name", "d1"])
-        _ = try lab.runner.runChecked(["ip", "-n", namespace, "link", "set", "d1", "up"])
-        let show = { (arguments: [String]) throws -> String in
-            try lab.runner.runChecked(["ip", "-n", namespace] + arguments).standardOutput
-        }
+        let (namespace, show) = try Self.namespaceWithVeth(lab)
         let routesBefore = try show(["route"])
         let configurator = LinuxNetworkConfigurator(namespace: namespace)
         try configurator.setLinkUp(device: "d0", mtu: 1400)
