@@ -10,6 +10,7 @@ import SimpleTunnelServices
 @main
 enum TunnelClientMain {
     static func main() {
+        MallocTuning.apply()
         BlockingMain.run { await TunnelClientCommand.main() }
     }
 }

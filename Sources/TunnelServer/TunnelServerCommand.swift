@@ -10,6 +10,7 @@ import SimpleTunnelServices
 @main
 enum TunnelServerMain {
     static func main() {
+        MallocTuning.apply()
         BlockingMain.run { await TunnelServerCommand.main() }
     }
 }

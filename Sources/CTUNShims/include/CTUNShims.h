@@ -42,6 +42,10 @@ int st_wake_fd_signal(int fd);
 /// error or hang-up without data, 0 on timeout, -1 with *error on failure.
 int st_poll_readable(int fd, int wake_fd, int timeout_ms, int *error);
 
+// Sets glibc malloc's M_MMAP_THRESHOLD, M_TRIM_THRESHOLD and M_TOP_PAD (bytes);
+// 1 when all three were accepted.
+int st_tune_malloc(int mmap_threshold, int trim_threshold, int top_pad);
+
 /// Drops the process to `uid`/`gid` (no supplementary groups) for good,
 /// keeping only the capabilities whose bits are set in `keep` (1 << CAP_x,
 /// x < 32). Every thread takes the new user and loses its capabilities; the
