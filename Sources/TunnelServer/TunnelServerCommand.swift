@@ -178,7 +178,8 @@ struct Serve: AsyncParsableCommand {
         }
         var settings = launch.settings
         var metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)?
-        if let metrics, let endpoint = try? TunnelClientLaunchOptions.parseEndpoint(metrics, option: "--metrics") {
+        if let metrics {
+            let endpoint = try TunnelClientLaunchOptions.parseEndpoint(metrics, option: "--metrics")
             let registry = PrometheusCollectorRegistry()
             settings.metrics = TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
             metricsEndpoint = (endpoint, registry)

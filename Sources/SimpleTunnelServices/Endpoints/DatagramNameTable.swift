@@ -12,7 +12,9 @@ struct DatagramNameTable {
         let port: Int
 
         init(_ endpoint: TunnelEndpoint) {
-            host = endpoint.host.lowercased()
+            // Per datagram: a lowercased copy only when there is a capital to fold.
+            let hasCapital = endpoint.host.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+            host = hasCapital ? endpoint.host.lowercased() : endpoint.host
             port = endpoint.port
         }
     }

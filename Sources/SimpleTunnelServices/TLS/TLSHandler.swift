@@ -332,7 +332,7 @@ public final class TLSHandler: ChannelDuplexHandler {
             case .complete:
                 completed.append(contentsOf: chunk.promises)
             case .incomplete:
-                // Cannot happen with memory BIOs and no renegotiation; retried after the next read if it does.
+                // Cannot happen (the window BIO takes everything, renegotiation is off); retried after the next read if it does.
                 pendingWrites.pushBackFlushed(chunk.plaintext, promise: Self.combine(chunk.promises, on: context.eventLoop))
                 sendCiphertext(context: context, completing: completed, flush: .never)
                 return true

@@ -58,10 +58,7 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
 
     /// Adds `address/prefixLength` to `device`.
     public func addAddress(_ address: IPv4Address, prefixLength: Int, device: String) throws(NetworkConfigurationError) {
-        guard (0...32).contains(prefixLength) else {
-            throw .invalidSetting("prefix length \(prefixLength) is not from 0 to 32")
-        }
-        let target = ["\(address)/\(prefixLength)", "dev", device]
+        let target = try Self.addressTarget(address, prefixLength: prefixLength, device: device)
         try locked { () throws(NetworkConfigurationError) in
             try apply(ip(["address", "add"] + target), undo: ip(["address", "del"] + target))
         }
@@ -76,16 +73,13 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
     public func replaceAddress(
         _ old: IPv4Address, prefixLength oldPrefix: Int, with new: IPv4Address, prefixLength newPrefix: Int, device: String
     ) throws(NetworkConfigurationError) {
-        guard (0...32).contains(newPrefix) else {
-            throw .invalidSetting("prefix length \(newPrefix) is not from 0 to 32")
-        }
-        let oldTarget = ["\(old)/\(oldPrefix)", "dev", device]
-        let newTarget = ["\(new)/\(newPrefix)", "dev", device]
+        let oldTarget = try Self.addressTarget(old, prefixLength: oldPrefix, device: device)
+        let newTarget = try Self.addressTarget(new, prefixLength: newPrefix, device: device)
         guard oldTarget != newTarget else { return }
         let wouldBeSecondary = oldPrefix == newPrefix && old.rawValue & IPv4Network.maskBits(oldPrefix) == new.rawValue & IPv4Network.maskBits(oldPrefix)
         try locked { () throws(NetworkConfigurationError) in
             if wouldBeSecondary {
-                let bridge = ["\(new)/32", "dev", device]
+                let bridge = try Self.addressTarget(new, prefixLength: 32, device: device)
                 try apply(ip(["address", "add"] + bridge), undo: ip(["address", "del"] + bridge))
                 try undoNow(ip(["address", "del"] + oldTarget))
                 try apply(ip(["address", "add"] + newTarget), undo: ip(["address", "del"] + newTarget))
@@ -255,6 +249,14 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
 
     private func inNamespace(_ command: [String]) -> [String] {
         (namespace.map { ["ip", "netns", "exec", $0] } ?? []) + command
+    }
+
+    /// `ADDRESS/PREFIX dev DEVICE`, as `ip address add` and `del` take it.
+    private static func addressTarget(_ address: IPv4Address, prefixLength: Int, device: String) throws(NetworkConfigurationError) -> [String] {
+        guard (0...32).contains(prefixLength) else {
+            throw .invalidSetting("prefix length \(prefixLength) is not from 0 to 32")
+        }
+        return ["\(address)/\(prefixLength)", "dev", device]
     }
 
     private static func routeTarget(_ destination: IPv4Network, via gateway: IPv4Address?, device: String?) throws(NetworkConfigurationError) -> [String] {

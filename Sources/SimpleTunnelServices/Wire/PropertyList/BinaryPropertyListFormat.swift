@@ -27,6 +27,15 @@ enum BinaryPropertyListFormat {
     /// Low nibble meaning "the count follows as an integer object".
     static let extendedCount: UInt8 = 0x0F
 
+    /// The number of UTF-8 bytes of `text`, or nil when one is not ASCII (such
+    /// strings are written as UTF-16).
+    static func asciiByteCount(of text: String) -> Int? {
+        let isASCII =
+            text.utf8.withContiguousStorageIfAvailable { bytes in bytes.allSatisfy { $0 < 0x80 } }
+            ?? text.utf8.allSatisfy { $0 < 0x80 }
+        return isASCII ? text.utf8.count : nil
+    }
+
     /// Bytes needed to hold `value`: 1, 2, 4 or 8 (offsets, references, integers).
     static func byteWidth(of value: UInt64) -> Int {
         switch value {

@@ -182,8 +182,8 @@ extension BinaryPropertyListWriter {
         // MARK: Pieces
 
         private mutating func writeString(_ text: String) {
-            if text.utf8.allSatisfy({ $0 < 0x80 }) {
-                writeMarker(.asciiString, count: text.utf8.count)
+            if let count = BinaryPropertyListFormat.asciiByteCount(of: text) {
+                writeMarker(.asciiString, count: count)
                 buffer.writeString(text)
             } else {
                 writeMarker(.utf16String, count: text.utf16.count)

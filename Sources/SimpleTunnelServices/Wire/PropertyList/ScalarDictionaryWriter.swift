@@ -30,7 +30,7 @@ struct ScalarDictionarySize: ScalarValueSink {
     }
 
     mutating func string(_ value: String) {
-        guard let count = Self.asciiCount(of: value) else {
+        guard let count = BinaryPropertyListFormat.asciiByteCount(of: value) else {
             isWritable = false
             return
         }
@@ -51,14 +51,6 @@ struct ScalarDictionarySize: ScalarValueSink {
         let tableStart = shape.head.count + valueBytes
         let offsetWidth = BinaryPropertyListFormat.byteWidth(of: UInt64(tableStart))
         return tableStart + offsetWidth * shape.objectCount + BinaryPropertyListFormat.trailerLength
-    }
-
-    /// The number of UTF-8 bytes, or nil when one is not ASCII.
-    static func asciiCount(of text: String) -> Int? {
-        let isASCII =
-            text.utf8.withContiguousStorageIfAvailable { bytes in bytes.allSatisfy { $0 < 0x80 } }
-            ?? text.utf8.allSatisfy { $0 < 0x80 }
-        return isASCII ? text.utf8.count : nil
     }
 }
 
