@@ -20,6 +20,9 @@ struct RawServerFixture {
         var settings = TunnelServer.Settings()
         settings.port = 0
         settings.opener.resolver = StaticNameResolver()
+        // Peers here send their first message from the test's task, which a loaded
+        // machine can hold back past the default 10 s; the timeout's own test sets it.
+        settings.firstMessageTimeout = .seconds(60)
         configure(&settings)
         let server = try await TunnelServer.start(settings: settings, group: group, logger: TunnelFixture.logger)
         let echo = try await LoopbackPeers.echoServer(group: group)
