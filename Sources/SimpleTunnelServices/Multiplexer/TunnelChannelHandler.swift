@@ -22,6 +22,8 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     private var receivedAny = false
     private var onActive: ((TunnelMultiplexer) -> Void)?
     private var closeReason: String?
+    /// A read NIO asked for while the multiplexer held the peer back.
+    private var readHeld = false
 
     /// The tunnel's multiplexer; exists once the handler is in a pipeline.
     public private(set) var multiplexer: TunnelMultiplexer?
@@ -67,7 +69,11 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
 
     public func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        multiplexer = TunnelMultiplexer(role: makeRole(), output: self, eventLoop: context.eventLoop, limits: limits, metrics: metrics, logger: logger)
+        let multiplexer = TunnelMultiplexer(role: makeRole(), output: self, eventLoop: context.eventLoop, limits: limits, metrics: metrics, logger: logger)
+        multiplexer.peerReadingChanged = { [weak self] reading in
+            self?.peerReadingChanged(reading)
+        }
+        self.multiplexer = multiplexer
         if let firstMessageTimeout {
             firstMessageTimer = context.eventLoop.assumeIsolated().scheduleTask(in: firstMessageTimeout) { [weak self] in
                 self?.closeTunnel(reason: "no message within \(firstMessageTimeout) of connecting")
@@ -160,6 +166,22 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         liveness.heard(at: .now())
         multiplexer?.peerReadBurstEnded()
         context.fireChannelReadComplete()
+    }
+
+    /// The peer is read only while what it makes the multiplexer hold stays
+    /// within budget (early data, replies it does not read).
+    public func read(context: ChannelHandlerContext) {
+        if multiplexer?.wantsPeerReads ?? true {
+            context.read()
+        } else {
+            readHeld = true
+        }
+    }
+
+    private func peerReadingChanged(_ reading: Bool) {
+        guard reading, readHeld, let context else { return }
+        readHeld = false
+        context.read()
     }
 
     public func channelWritabilityChanged(context: ChannelHandlerContext) {

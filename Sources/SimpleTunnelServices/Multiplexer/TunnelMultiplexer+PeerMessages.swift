@@ -32,13 +32,9 @@ extension TunnelMultiplexer {
         case (.data(let identifier, let payload, let endpoint), _):
             receiveData(payload, endpoint: endpoint, for: identifier)
         case (.suspend(let identifier), _):
-            guard flows[identifier] != nil else { return dropUnknown(message) }
-            flows[identifier]?.peerSuspended = true
-            updateReading(identifier)
+            guard transition(identifier, { $0.peerSuspended(true) }) != nil else { return dropUnknown(message) }
         case (.resume(let identifier), _):
-            guard flows[identifier] != nil else { return dropUnknown(message) }
-            flows[identifier]?.peerSuspended = false
-            afterQueueChange(identifier)
+            guard transition(identifier, { $0.peerSuspended(false) }) != nil else { return dropUnknown(message) }
         case (.close(let identifier, let direction), _):
             receiveClose(direction, for: identifier)
         case (.open(let identifier, let request), .server(let opener, _)):
@@ -66,7 +62,7 @@ extension TunnelMultiplexer {
             guard let request = authenticationRequests.popFirst() else { return dropUnexpected(message) }
             request(.success(result))
         case (.packets(let identifier, let packets), _):
-            guard let flow = flows[identifier], flow.kind == .ip, flow.isOpen, let endpoint = flow.endpoint else {
+            guard let flow = flows[identifier], flow.kind == .ip, flow.isOpen, let endpoint = endpoints[identifier]?.endpoint else {
                 return dropUnexpected(message)
             }
             let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
@@ -83,34 +79,33 @@ extension TunnelMultiplexer {
     // MARK: Data
 
     private func receiveData(_ payload: ByteBuffer, endpoint destination: TunnelEndpoint?, for identifier: TunnelConnectionIdentifier) {
-        // Changed in place: a copy of the flow would make its early data copy on every append.
-        guard let index = flows.index(forKey: identifier) else {
+        guard let kind = flows[identifier]?.kind else {
             return dropUnknown(.data(identifier: identifier, payload: ByteBuffer(), endpoint: nil))
         }
-        if flows.values[index].kind == .udp, case .server = role, destination == nil {
+        if kind == .udp, case .server = role, destination == nil {
             logger.notice("dropping UDP data without host and port", metadata: ["flow": "\(identifier)"])
             return
         }
-        let pastSuspendBefore = flows.values[index].bytesSinceSuspend
-        var verdict = flows.values[index].receiveData(payload, limits: limits, now: .now())
-        bytesPastSuspend += flows.values[index].bytesSinceSuspend - pastSuspendBefore
-        if verdict == .deliver, bytesPastSuspend > limits.tunnelSuspendAllowance {
-            verdict = .abusive
-        }
-        let flow = flows.values[index]
         statistics.bytesFromPeer += UInt64(payload.readableBytes)
         metrics?.bytesFromClients.increment(by: payload.readableBytes)
+        // Changed in place (through `transition`): a copy of the flow would copy its early data on every append.
+        let verdict = transition(identifier) { $0.receiveData(payload, now: .now()) }
         switch verdict {
-        case .deliver:
-            flow.endpoint?.write(payload, to: destination)
-            markForFlush(identifier)
-        case .keptUntilOpen, .drop:
-            // Kept for the open, or harmless after a close.
+        case .deliver?:
+            switch suspendAllowance.charge(identifier, bytes: payload.readableBytes) {
+            case .within:
+                endpoints[identifier]?.endpoint.write(payload, to: destination)
+                markForFlush(identifier)
+            case .flowExceeded(let bytes):
+                abort(identifier, reason: "the peer kept sending after suspend (\(bytes) bytes for this flow)")
+            case .tunnelExceeded(let bytes):
+                abort(identifier, reason: "the peer kept sending after suspend (\(bytes) bytes over the tunnel's flows)")
+            }
+        case .tooMuchEarlyData?:
+            abort(identifier, reason: "the peer sent more than \(limits.earlyDataAllowance) bytes before the flow opened")
+        case .keptUntilOpen?, .drop?, nil:
+            // Kept for the open (counted in the tunnel's budget), or harmless after a close.
             break
-        case .abusive:
-            abort(identifier, reason: flow.isOpen
-                ? "the peer kept sending after suspend (\(flow.bytesSinceSuspend) bytes for this flow, \(bytesPastSuspend) for the tunnel)"
-                : "the peer sent more than \(limits.earlyDataAllowance) bytes before the flow opened")
         }
     }
 
@@ -125,28 +120,19 @@ extension TunnelMultiplexer {
 
     private func receiveClose(_ direction: TunnelConnectionCloseDirection, for identifier: TunnelConnectionIdentifier) {
         // A late close for a flow already gone passes quietly.
-        guard var flow = flows[identifier] else { return }
-        let effect = flow.peerClosed(direction)
-        flows[identifier] = flow
-        guard flow.isOpen, let endpoint = flow.endpoint else {
-            // Still opening: effects apply when the open completes (or it is cancelled).
-            if case .awaitingOpenResult = flow.phase, flow.isFinished {
+        transition(identifier, { $0.peerClosed(direction) }) { effect in
+            switch effect {
+            case .nothing, .deferredUntilOpen, .stopSending:
+                // Reading and forgetting follow from the state (`reconcile`).
+                break
+            case .shutdownLocalOutput:
+                endpoints[identifier]?.endpoint.shutdownOutput()
+            case .closeAll:
+                forget(identifier)
+            case .failPendingOpen:
                 failPendingOpen(identifier, FlowOpenFailure(.internalError, "the server closed the flow before answering"))
             }
-            return
         }
-        switch effect {
-        case .nothing:
-            break
-        case .shutdownLocalOutput:
-            endpoint.shutdownOutput()
-        case .stopSending:
-            updateReading(identifier)
-        case .closeAll:
-            forget(identifier)
-            return
-        }
-        forgetIfFinished(identifier)
     }
 
     // MARK: Open (server)
@@ -160,65 +146,61 @@ extension TunnelMultiplexer {
             return
         }
         let kind = FlowState.Kind(request)
-        if flows.count >= limits.maximumFlows
-            || (kind == .udp && flows.values.lazy.filter { $0.kind == .udp }.count >= limits.maximumUDPFlows)
-        {
+        if flows.count >= limits.maximumFlows || (kind == .udp && udpFlows >= limits.maximumUDPFlows) {
             logger.notice("refusing open", metadata: ["flow": "\(identifier)", "request": "\(request)", "reason": "flow limit reached"])
             metrics?.openResult(.refused)
             sendControl(.openResult(identifier: identifier, result: .refused))
             return
         }
-        flows[identifier] = FlowState(kind: kind, phase: .opening(early: [], earlyBytes: 0), now: .now())
+        addFlow(identifier, .opening(kind, limits: limits.flowLimits, now: .now()), endpoint: nil)
         opener.open(request, identifier: identifier, sink: self) { [weak self] result in
             self?.openCompleted(identifier, request: request, result: result)
         }
     }
 
     private func openCompleted(_ identifier: TunnelConnectionIdentifier, request: TunnelOpenRequest, result: Result<OpenedFlow, FlowOpenFailure>) {
-        guard !isClosed, var flow = flows[identifier] else {
-            if case .success(let opened) = result { opened.endpoint.close() }
+        guard !isClosed, let flow = flows[identifier] else {
+            if case .success(let opened) = result { opened.endpoint.abort() }
             return
         }
-        switch (result, flow.phase) {
-        case (.success(let opened), .cancelled):
-            opened.endpoint.close()
-            flows[identifier] = nil
-            logger.debug("open completed after the peer closed the flow", metadata: ["flow": "\(identifier)", "request": "\(request)"])
-        case (.success(let opened), .opening(let early, _)):
-            flow.phase = .open
-            flow.endpoint = opened.endpoint
-            flows[identifier] = flow
-            statistics.flowsOpened += 1
-            metrics?.flowOpened(flow.kind)
-            metrics?.openResult(.success)
-            // Debug, not info: one line per flow costs a busy server more than the flow itself.
-            logger.debug("flow opened", metadata: ["flow": "\(identifier)", "request": "\(request)"])
-            sendControl(.openResult(identifier: identifier, result: .success, configuration: opened.configuration))
-            for data in early {
-                opened.endpoint.write(data, to: nil)
-            }
-            if !early.isEmpty {
-                opened.endpoint.flush()
-            }
-            if !flow.receiving {
-                opened.endpoint.shutdownOutput()
-            }
-            if flow.kind == .udp {
-                startUDPExpiry()
-            }
-            afterQueueChange(identifier)
-        case (.failure(let failure), _):
-            flows[identifier] = nil
+        switch result {
+        case .failure(let failure):
             logger.notice(
                 "open failed",
                 metadata: ["flow": "\(identifier)", "request": "\(request)", "result": "\(failure.result)", "reason": "\(failure.reason)"])
             metrics?.openResult(failure.result)
-            if case .opening = flow.phase {
+            if flow.openFailedNeedsAnswer() {
                 sendControl(.openResult(identifier: identifier, result: failure.result))
             }
-        case (.success(let opened), .awaitingOpenResult), (.success(let opened), .open):
-            // Cannot happen: only server flows open through an opener, once.
-            opened.endpoint.close()
+            forget(identifier)
+        case .success(let opened):
+            endpoints[identifier] = EndpointSlot(endpoint: opened.endpoint)
+            transition(identifier, { $0.openSucceeded() }) { outcome in
+                switch outcome {
+                case .opened(let early, let shutdownLocalOutput):
+                    statistics.flowsOpened += 1
+                    metrics?.flowOpened(flow.kind)
+                    metrics?.openResult(.success)
+                    // Debug, not info: one line per flow costs a busy server more than the flow itself.
+                    logger.debug("flow opened", metadata: ["flow": "\(identifier)", "request": "\(request)"])
+                    sendControl(.openResult(identifier: identifier, result: .success, configuration: opened.configuration))
+                    for data in early {
+                        opened.endpoint.write(data, to: nil)
+                    }
+                    if !early.isEmpty {
+                        opened.endpoint.flush()
+                    }
+                    if shutdownLocalOutput {
+                        opened.endpoint.shutdownOutput()
+                    }
+                    if flow.kind == .udp {
+                        startUDPExpiry()
+                    }
+                case .cancelled:
+                    logger.debug("open completed after the peer closed the flow", metadata: ["flow": "\(identifier)", "request": "\(request)"])
+                    forget(identifier, aborting: true)
+                }
+            }
         }
     }
 
@@ -229,7 +211,7 @@ extension TunnelMultiplexer {
         configuration: [String: PropertyListValue]?,
         for identifier: TunnelConnectionIdentifier
     ) {
-        guard let flow = flows[identifier], case .awaitingOpenResult = flow.phase else {
+        guard let flow = flows[identifier], flow.isAwaitingOpenResult else {
             // The local side gave up before the answer: tell the server we are done.
             if flows[identifier] == nil, result == .success {
                 sendControl(.close(identifier: identifier, direction: .all))
@@ -240,18 +222,17 @@ extension TunnelMultiplexer {
             failPendingOpen(identifier, FlowOpenFailure(result, "the server answered \(result)"))
             return
         }
-        flows[identifier]?.phase = .open
         statistics.flowsOpened += 1
         if flow.kind == .udp {
             startUDPExpiry()
         }
-        openCompletions.removeValue(forKey: identifier)?(.success(configuration))
-        afterQueueChange(identifier)
+        let completion = openCompletions.removeValue(forKey: identifier)
+        transition(identifier) { _ = $0.openResultSucceeded() }
+        completion?(.success(configuration))
     }
 
     func failPendingOpen(_ identifier: TunnelConnectionIdentifier, _ failure: FlowOpenFailure) {
-        let flow = flows.removeValue(forKey: identifier)
-        flow?.endpoint?.close()
+        forget(identifier)
         openCompletions.removeValue(forKey: identifier)?(.failure(failure))
     }
 

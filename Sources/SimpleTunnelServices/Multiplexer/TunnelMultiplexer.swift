@@ -1,18 +1,20 @@
 import Logging
 import NIOCore
 
-/// The logical connections of one tunnel: the identifier → flow table, each
-/// flow's state, flow control, and a fair schedule of what goes into the tunnel.
+/// The logical connections of one tunnel: the identifier → flow table and the
+/// glue between three values that decide — each flow's `FlowState`, the
+/// tunnel's `TunnelSchedule` and its `SuspendAllowance` — and the sockets and
+/// the tunnel that carry their decisions out.
 ///
 /// Lives on the tunnel's event loop; every call comes from there. It performs
 /// no I/O of its own: it writes messages to a `TunnelOutput` and drives
 /// `FlowEndpoint`s, so tests can run it with fakes.
 ///
-/// Fairness: data read from local sockets waits in per-flow queues, drained in
-/// rounds (a deficit round robin with one quantum per flow per round) while the
-/// tunnel is writable; control messages go first. A flow whose queue passes its
-/// high watermark, or that reads while the tunnel cannot take more, stops
-/// reading its socket until there is room, so memory stays bounded.
+/// After every transition of a flow, `reconcile` brings the world in line with
+/// the flow's state: its endpoint reads exactly when the state (and the
+/// tunnel's memory budget) wants it to, it is scheduled when it has something
+/// to send, and it is forgotten when it is done. Nothing else starts or stops
+/// a flow's reading, so no flow can be left paused by a missed event.
 public final class TunnelMultiplexer {
     public struct Limits: Sendable {
         /// Flows open or opening at once in this tunnel.
@@ -33,10 +35,23 @@ public final class TunnelMultiplexer {
         /// A flow's queue stops reading its socket at the high mark, restarts at the low one.
         public var flowQueueHighWatermark = 256 * 1024
         public var flowQueueLowWatermark = 64 * 1024
-        /// Largest `data` payload sent; also the round-robin quantum.
+        /// Bytes this tunnel holds for the peer in all: flows' queues and early
+        /// data. At this mark every flow stops reading its socket and the peer's
+        /// early data is not read; both start again at half of it.
+        public var tunnelBufferBudget = 8 * 1024 * 1024
+        /// Replies and other control messages waiting for a peer that does not
+        /// read: past this many the peer is not read until they drain.
+        public var controlBacklogLimit = 1024
+        /// Largest `data` payload sent; also a flow's turn in the schedule.
         public var maximumDataChunk = 64 * 1024
 
         public init() {}
+
+        var flowLimits: FlowState.Limits {
+            FlowState.Limits(
+                earlyDataAllowance: earlyDataAllowance, queueHighWatermark: flowQueueHighWatermark,
+                queueLowWatermark: flowQueueLowWatermark)
+        }
     }
 
     public enum Role {
@@ -44,6 +59,12 @@ public final class TunnelMultiplexer {
         case server(opener: FlowOpener, responder: TunnelRequestResponder)
         /// Asks the peer to open flows for local sockets.
         case client
+    }
+
+    /// A flow's local socket and what it was last told.
+    struct EndpointSlot {
+        let endpoint: FlowEndpoint
+        var reading = false
     }
 
     let role: Role
@@ -55,20 +76,23 @@ public final class TunnelMultiplexer {
     unowned let output: TunnelOutput
 
     var flows: [TunnelConnectionIdentifier: FlowState] = [:]
+    /// Endpoints of the flows that have one (a server's only once open).
+    var endpoints: [TunnelConnectionIdentifier: EndpointSlot] = [:]
+    var schedule = TunnelSchedule()
+    var suspendAllowance: SuspendAllowance
     var statistics = TunnelStatistics()
-    /// Data received past `suspend`, summed over flows (see `Limits.tunnelSuspendAllowance`).
-    var bytesPastSuspend = 0
+    var udpFlows = 0
+    /// Bytes held for the peer: flows' queues and early data (`Limits.tunnelBufferBudget`).
+    private(set) var bufferedBytes = 0
+    /// False while over the buffer budget: flows do not read their sockets.
+    private(set) var withinBufferBudget = true
+    /// Told when the peer should (not) be read; the channel handler holds reads.
+    var peerReadingChanged: ((Bool) -> Void)?
+    private(set) var wantsPeerReads = true
 
-    /// Tunnel-level and per-flow control messages, sent before any data.
-    var control = CircularBuffer<TunnelMessage>()
-    /// Flows with queued items, in round-robin order.
-    var ready = CircularBuffer<TunnelConnectionIdentifier>()
-    /// Flows that stopped reading because the tunnel was not writable.
-    var pausedForTunnel: [TunnelConnectionIdentifier] = []
     /// Endpoints written to during the current read burst, flushed at its end.
     var endpointsToFlush: [TunnelConnectionIdentifier] = []
     var drainScheduled = false
-    var tunnelWritable = true
     var isClosed = false
     var udpExpiryTask: Scheduled<Void>?
 
@@ -85,6 +109,7 @@ public final class TunnelMultiplexer {
         self.eventLoop = eventLoop
         self.limits = limits
         self.logger = logger
+        self.suspendAllowance = SuspendAllowance(perFlow: limits.suspendAllowance, perTunnel: limits.tunnelSuspendAllowance)
     }
 
     /// Counters of this tunnel, for logs and status.
@@ -96,16 +121,12 @@ public final class TunnelMultiplexer {
 
     // MARK: Tunnel events
 
-    /// The tunnel connection can take more, or no more, bytes.
+    /// The tunnel connection can take more, or no more, bytes. Flows keep
+    /// reading into their queues meanwhile (within their watermarks and the
+    /// tunnel's budget), so that when it drains the schedule, not the order of
+    /// socket events, decides what goes first.
     public func tunnelWritabilityChanged(_ isWritable: Bool) {
-        tunnelWritable = isWritable
-        guard isWritable else { return }
-        let paused = pausedForTunnel
-        pausedForTunnel.removeAll()
-        for identifier in paused {
-            updateReading(identifier)
-        }
-        drain()
+        if isWritable { drain() }
     }
 
     /// The end of a burst of messages from the peer: flush what was written locally.
@@ -114,27 +135,28 @@ public final class TunnelMultiplexer {
             var identifiers: [TunnelConnectionIdentifier] = []
             swap(&identifiers, &endpointsToFlush)
             for identifier in identifiers {
-                flows[identifier]?.endpoint?.flush()
+                endpoints[identifier]?.endpoint.flush()
             }
         }
         drain()
     }
 
-    /// The tunnel is gone: close every local socket, fail whatever waits.
+    /// The tunnel is gone: abort every local socket (nobody is left to read
+    /// what they hold), fail whatever waits.
     public func tunnelClosed() {
         guard !isClosed else { return }
         isClosed = true
         udpExpiryTask?.cancel()
         udpExpiryTask = nil
-        let endpoints = flows.values.compactMap(\.endpoint)
         for flow in flows.values where flow.isOpen {
             metrics?.flowClosed(flow.kind)
         }
+        let slots = endpoints.values
         flows.removeAll()
-        control.removeAll()
-        ready.removeAll()
-        for endpoint in endpoints {
-            endpoint.close()
+        endpoints.removeAll()
+        schedule.removeAll()
+        for slot in slots {
+            slot.endpoint.abort()
         }
         let opens = openCompletions
         openCompletions.removeAll()
@@ -149,11 +171,88 @@ public final class TunnelMultiplexer {
         }
     }
 
+    // MARK: Transitions
+
+    /// Runs one transition of a flow, carries out its `effects` (which may
+    /// forget the flow), then reconciles the flow with its new state. Every
+    /// change to a flow's state goes through here.
+    @discardableResult
+    func transition<Result>(
+        _ identifier: TunnelConnectionIdentifier,
+        _ body: (inout FlowState) -> Result,
+        effects: (Result) -> Void = { _ in }
+    ) -> Result? {
+        guard let index = flows.index(forKey: identifier) else { return nil }
+        let before = Self.heldBytes(flows.values[index])
+        let result = body(&flows.values[index])
+        let after = Self.heldBytes(flows.values[index])
+        effects(result)
+        reconcile(identifier, heldBytesChange: after - before)
+        return result
+    }
+
+    private static func heldBytes(_ flow: FlowState) -> Int {
+        flow.queue.bufferedBytes + flow.earlyDataBytes
+    }
+
+    /// Brings the flow's endpoint, its place in the schedule and its existence
+    /// in line with its state.
+    func reconcile(_ identifier: TunnelConnectionIdentifier, heldBytesChange: Int = 0) {
+        if heldBytesChange != 0 {
+            bufferedBytes += heldBytesChange
+            updateBufferBudget()
+        }
+        guard let flow = flows[identifier] else { return }
+        if flow.isDone {
+            forget(identifier)
+            return
+        }
+        if flow.hasSomethingToSend, schedule.markReady(identifier) {
+            scheduleDrain()
+        }
+        updateReading(identifier, wanted: flow.wantsReading && withinBufferBudget)
+    }
+
+    private func updateReading(_ identifier: TunnelConnectionIdentifier, wanted: Bool) {
+        guard let index = endpoints.index(forKey: identifier), endpoints.values[index].reading != wanted else { return }
+        endpoints.values[index].reading = wanted
+        endpoints.values[index].endpoint.setReading(wanted)
+    }
+
+    /// Crossing the budget changes what every flow may do: reconcile them all
+    /// (rare; within the budget nothing here runs).
+    private func updateBufferBudget() {
+        let within: Bool
+        if withinBufferBudget {
+            within = bufferedBytes < limits.tunnelBufferBudget
+        } else {
+            within = bufferedBytes <= limits.tunnelBufferBudget / 2
+        }
+        guard within != withinBufferBudget else { return }
+        withinBufferBudget = within
+        if !within {
+            logger.notice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(bufferedBytes)"])
+        }
+        for (identifier, flow) in flows {
+            updateReading(identifier, wanted: flow.wantsReading && within)
+        }
+        updatePeerReading()
+    }
+
+    /// The peer is read while what it makes us hold stays within budget.
+    func updatePeerReading() {
+        let wanted = withinBufferBudget && schedule.controlCount < limits.controlBacklogLimit
+        guard wanted != wantsPeerReads else { return }
+        wantsPeerReads = wanted
+        peerReadingChanged?(wanted)
+    }
+
     // MARK: Sending
 
     func sendControl(_ message: TunnelMessage) {
         guard !isClosed else { return }
-        control.append(message)
+        schedule.enqueueControl(message)
+        updatePeerReading()
         scheduleDrain()
     }
 
@@ -167,117 +266,91 @@ public final class TunnelMultiplexer {
         }
     }
 
-    /// Writes control messages, then flows' queues round-robin, while the tunnel is writable.
+    /// Writes control messages, then flows' turns, while the tunnel is writable.
     func drain() {
         drainScheduled = false
         guard !isClosed else { return }
         var wrote = false
         while output.isWritable {
-            if let message = control.popFirst() {
+            if let message = schedule.popControl() {
                 output.write(message)
                 wrote = true
                 continue
             }
-            guard let identifier = ready.popFirst() else { break }
-            guard flows[identifier] != nil else { continue }
-            flows[identifier]?.isScheduled = false
-            if sendQuantum(of: identifier) {
-                wrote = true
-            }
-            afterQueueChange(identifier)
+            guard let identifier = schedule.nextFlow() else { break }
+            wrote = sendTurn(of: identifier) || wrote
         }
         if wrote {
             output.flush()
         }
+        updatePeerReading()
     }
 
     /// Sends up to one quantum of a flow's queue; returns whether anything was written.
-    private func sendQuantum(of identifier: TunnelConnectionIdentifier) -> Bool {
-        guard let index = flows.index(forKey: identifier), !flows.values[index].peerSuspended else { return false }
-        let budget = min(limits.maximumDataChunk, flows.values[index].sendableBytes(limits: limits))
-        let splittable = flows.values[index].kind == .tcp
-        // The queue is taken out while writing (writes may call back into the
-        // multiplexer) and put back after: no copy of it, no overlapping access.
-        var queue = FlowOutboundQueue()
-        swap(&queue, &flows.values[index].queue)
+    private func sendTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
         var sent = 0
         var wrote = false
-        while sent < budget, output.isWritable,
-            let item = queue.popFirst(maximumChunk: min(limits.maximumDataChunk, budget - sent), splittable: splittable)
-        {
+        while sent < limits.maximumDataChunk, output.isWritable {
+            let next = transition(identifier) { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) }
+            guard let item = next ?? nil else { break }
             wrote = true
             switch item {
             case .data(let data, let source):
                 sent += data.readableBytes
-                statistics.bytesToPeer += UInt64(data.readableBytes)
-                metrics?.bytesToClients.increment(by: data.readableBytes)
+                countSent(data.readableBytes)
                 output.write(.data(identifier: identifier, payload: data, endpoint: source))
             case .packets(let packets):
                 let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
                 sent += bytes
-                statistics.bytesToPeer += UInt64(bytes)
-                metrics?.bytesToClients.increment(by: bytes)
+                countSent(bytes)
                 output.write(.packets(identifier: identifier, packets: packets))
             case .close(let direction):
                 output.write(.close(identifier: identifier, direction: direction))
             }
         }
-        if let index = flows.index(forKey: identifier) {
-            swap(&queue, &flows.values[index].queue)
-            flows.values[index].recordSent(sent)
+        schedule.turnEnded(identifier, hasMore: flows[identifier]?.hasSomethingToSend ?? false)
+        // A flow whose last item was its close is done once it has gone.
+        if let flow = flows[identifier], flow.isDone {
+            forget(identifier)
         }
         return wrote
     }
 
-    /// After a flow's queue changed: reschedule it, update its reading, forget it if done.
-    func afterQueueChange(_ identifier: TunnelConnectionIdentifier) {
-        guard let index = flows.index(forKey: identifier) else { return }
-        flows.values[index].updateQueueWatermarks(limits: limits)
-        let flow = flows.values[index]
-        if flow.sendableBytes(limits: limits) > 0, !flow.queue.isEmpty, !flow.isScheduled, !flow.peerSuspended {
-            flows.values[index].isScheduled = true
-            ready.append(identifier)
-            scheduleDrain()
-        }
-        updateReading(identifier)
-        forgetIfFinished(identifier)
+    private func countSent(_ bytes: Int) {
+        statistics.bytesToPeer += UInt64(bytes)
+        metrics?.bytesToClients.increment(by: bytes)
     }
 
-    /// Tells the flow's endpoint to read or not, as its state now wants.
-    func updateReading(_ identifier: TunnelConnectionIdentifier) {
-        guard let index = flows.index(forKey: identifier), let endpoint = flows.values[index].endpoint else { return }
-        let flow = flows.values[index]
-        let wanted = flow.wantsReading(tunnelWritable: tunnelWritable, limits: limits)
-        if !tunnelWritable, flow.readingEnabled, flow.isOpen {
-            pausedForTunnel.append(identifier)
-        }
-        guard wanted != flow.readingEnabled else { return }
-        flows.values[index].readingEnabled = wanted
-        endpoint.setReading(wanted)
-    }
+    // MARK: Forgetting
 
-    /// Forgets a flow whose two streams have ended and whose queue is sent.
-    func forgetIfFinished(_ identifier: TunnelConnectionIdentifier) {
-        guard let flow = flows[identifier], flow.isFinished, flow.queue.isEmpty, flow.isOpen else { return }
-        forget(identifier)
-    }
-
-    func forget(_ identifier: TunnelConnectionIdentifier) {
+    /// Forgets a flow: its endpoint is closed after what was written to it has
+    /// gone, or at once, discarding it, when `aborting`.
+    func forget(_ identifier: TunnelConnectionIdentifier, aborting: Bool = false) {
         guard let flow = flows.removeValue(forKey: identifier) else { return }
-        bytesPastSuspend -= flow.bytesSinceSuspend
+        let slot = endpoints.removeValue(forKey: identifier)
+        bufferedBytes -= Self.heldBytes(flow)
+        updateBufferBudget()
+        schedule.remove(identifier)
+        suspendAllowance.flowForgotten(identifier, socketStillOpen: slot != nil)
+        if flow.kind == .udp { udpFlows -= 1 }
         if flow.isOpen {
             metrics?.flowClosed(flow.kind)
         }
-        flow.endpoint?.close()
+        if aborting {
+            slot?.endpoint.abort()
+        } else {
+            slot?.endpoint.close()
+        }
         logger.debug("flow closed", metadata: ["flow": "\(identifier)"])
     }
 
-    /// Closes a flow at once and tells the peer: used for abuse and expiry.
+    /// Closes a flow at once and tells the peer: for abuse and expiry. What its
+    /// socket still holds is discarded.
     func abort(_ identifier: TunnelConnectionIdentifier, reason: String) {
         guard flows[identifier] != nil else { return }
         logger.notice("closing flow", metadata: ["flow": "\(identifier)", "reason": "\(reason)"])
         sendControl(.close(identifier: identifier, direction: .all))
-        forget(identifier)
+        forget(identifier, aborting: true)
     }
 }
 

@@ -4,116 +4,168 @@ import Testing
 
 @Suite("Flow state machine")
 struct FlowStateTests {
-    let limits = TunnelMultiplexer.Limits()
+    let limits = TunnelMultiplexer.Limits().flowLimits
 
     func openFlow() -> FlowState {
-        FlowState(kind: .tcp, phase: .open, now: .now())
+        var flow = FlowState.awaitingOpenResult(.tcp, limits: limits, now: .now())
+        _ = flow.openResultSucceeded()
+        return flow
+    }
+
+    func openingFlow() -> FlowState {
+        FlowState.opening(.tcp, limits: limits, now: .now())
     }
 
     @Test func halfClosesEndTheFlowOnlyWhenBothStreamsHaveEnded() {
         var flow = openFlow()
         let step1 = flow.localReadEnded()
         #expect(step1)
-        #expect(!flow.isFinished)
         let step2 = flow.localReadEnded()
         #expect(!step2, "a second EOF changes nothing")
-        let step3 = flow.peerClosed(.write)
-        #expect(step3 == .shutdownLocalOutput)
-        #expect(flow.isFinished)
+        #expect(!flow.isDone, "the queued close(write) has not gone yet")
+        let step3 = flow.nextToSend(maximumChunk: 1024)
+        #expect(step3.map { if case .close(.write) = $0 { true } else { false } } == true)
+        #expect(!flow.isDone, "the peer still sends")
         let step4 = flow.peerClosed(.write)
-        #expect(step4 == .nothing)
+        #expect(step4 == .shutdownLocalOutput)
+        #expect(flow.isDone)
+        let step5 = flow.peerClosed(.write)
+        #expect(step5 == .nothing)
     }
 
     @Test func closeTypeReadStopsSendingAndDropsWhatWasQueued() {
         var flow = openFlow()
-        flow.queue.appendData(ByteBuffer(string: "unsent"), source: nil)
-        let step5 = flow.peerClosed(.read)
-        #expect(step5 == .stopSending)
+        _ = flow.readLocal(ByteBuffer(string: "unsent"), from: nil, now: .now())
+        let step6 = flow.peerClosed(.read)
+        #expect(step6 == .stopSending)
         #expect(flow.queue.isEmpty)
-        #expect(!flow.wantsReading(tunnelWritable: true))
-        #expect(!flow.isFinished)
-        let step6 = flow.receiveData(ByteBuffer(string: "still flows"), limits: limits, now: .now())
-        #expect(step6 == .deliver)
+        #expect(!flow.wantsReading)
+        let step7 = flow.readLocal(ByteBuffer(string: "late"), from: nil, now: .now())
+        #expect(!step7, "nothing more is queued")
+        #expect(!flow.isDone)
+        let step8 = flow.receiveData(ByteBuffer(string: "still flows"), now: .now())
+        #expect(step8 == .deliver)
     }
 
     @Test func closeTypeNoneChangesNothingAndAllEndsBoth() {
         var flow = openFlow()
-        let step7 = flow.peerClosed(.none)
-        #expect(step7 == .nothing)
-        #expect(flow.wantsReading(tunnelWritable: true))
-        let step8 = flow.peerClosed(.all)
-        #expect(step8 == .closeAll)
-        #expect(flow.isFinished)
-        let step9 = flow.receiveData(ByteBuffer(string: "late"), limits: limits, now: .now())
-        #expect(step9 == .drop)
+        let step9 = flow.peerClosed(.none)
+        #expect(step9 == .nothing)
+        #expect(flow.wantsReading)
+        let step10 = flow.peerClosed(.all)
+        #expect(step10 == .closeAll)
+        #expect(flow.isDone)
+        let step11 = flow.receiveData(ByteBuffer(string: "late"), now: .now())
+        #expect(step11 == .drop)
     }
 
     @Test func aLostLocalSocketEndsWhatStillRan() {
         var flow = openFlow()
-        let step10 = flow.localClosed()
-        #expect(step10 == .all)
+        let step12 = flow.localClosed()
+        #expect(step12 == .queuedClose(.all))
         var halfDone = openFlow()
         _ = halfDone.peerClosed(.write)
-        let step11 = halfDone.localClosed()
-        #expect(step11 == .write)
-        let step12 = halfDone.localClosed()
-        #expect(step12 == nil)
+        let step13 = halfDone.localClosed()
+        #expect(step13 == .queuedClose(.write))
+        let step14 = halfDone.localClosed()
+        #expect(step14 == .nothing)
+        var waiting = FlowState.awaitingOpenResult(.tcp, limits: limits, now: .now())
+        let step15 = waiting.localClosed()
+        #expect(step15 == .failPendingOpen)
     }
 
-    @Test func suspendIsSentOnceAndTheAllowanceIsCounted() {
-        var limits = self.limits
-        limits.suspendAllowance = 1024 * 1024
+    @Test func suspendAndResumeAreSentOnceEach() {
         var flow = openFlow()
-        let step13 = flow.localWritabilityChanged(false)
-        #expect(step13 == .suspend)
-        let step14 = flow.localWritabilityChanged(false)
-        #expect(step14 == nil)
-        let chunk = ByteBuffer(repeating: 0, count: 256 * 1024)
-        for _ in 0..<4 {
-            let step15 = flow.receiveData(chunk, limits: limits, now: .now())
-            #expect(step15 == .deliver)
-        }
-        let step16 = flow.receiveData(ByteBuffer(string: "x"), limits: limits, now: .now())
-        #expect(step16 == .abusive)
-        let step17 = flow.localWritabilityChanged(true)
-        #expect(step17 == .resume)
+        let step16 = flow.localWritabilityChanged(false)
+        #expect(step16 == .suspend)
+        let step17 = flow.localWritabilityChanged(false)
+        #expect(step17 == nil)
+        let step18 = flow.localWritabilityChanged(true)
+        #expect(step18 == .resume)
+        let step19 = flow.localWritabilityChanged(true)
+        #expect(step19 == nil)
+    }
+
+    @Test func aSuspendedPeerGetsNothingAndIsNotRead() {
+        var flow = openFlow()
+        _ = flow.readLocal(ByteBuffer(string: "held"), from: nil, now: .now())
+        flow.peerSuspended(true)
+        #expect(!flow.wantsReading)
+        #expect(!flow.hasSomethingToSend)
+        let step20 = flow.nextToSend(maximumChunk: 1024)
+        #expect(step20 == nil)
+        flow.peerSuspended(false)
+        #expect(flow.hasSomethingToSend)
+        #expect(flow.wantsReading)
     }
 
     @Test func earlyDataIsKeptUpToItsAllowance() {
-        var flow = FlowState(kind: .tcp, phase: .opening(early: [], earlyBytes: 0), now: .now())
-        let step18 = flow.receiveData(ByteBuffer(repeating: 1, count: 200 * 1024), limits: limits, now: .now())
-        #expect(step18 == .keptUntilOpen)
-        let step19 = flow.receiveData(ByteBuffer(repeating: 1, count: 100 * 1024), limits: limits, now: .now())
-        #expect(step19 == .abusive)
-        guard case .opening(let early, let bytes) = flow.phase else {
-            Issue.record("left the opening phase")
+        var flow = openingFlow()
+        let step21 = flow.receiveData(ByteBuffer(repeating: 1, count: 200 * 1024), now: .now())
+        #expect(step21 == .keptUntilOpen)
+        let step22 = flow.receiveData(ByteBuffer(repeating: 1, count: 100 * 1024), now: .now())
+        #expect(step22 == .tooMuchEarlyData)
+        #expect(flow.earlyDataBytes == 200 * 1024)
+        guard case .opened(let early, let shutdown) = flow.openSucceeded() else {
+            Issue.record("expected the flow to open")
             return
         }
-        #expect(early.count == 1 && bytes == 200 * 1024)
+        #expect(early.count == 1 && !shutdown)
+        #expect(flow.earlyDataBytes == 0)
     }
 
     @Test func aFlowClosedBothWaysWhileOpeningIsCancelled() {
-        var flow = FlowState(kind: .tcp, phase: .opening(early: [], earlyBytes: 0), now: .now())
+        var flow = openingFlow()
+        let step23 = flow.peerClosed(.write)
+        #expect(step23 == .deferredUntilOpen)
+        #expect(flow.openFailedNeedsAnswer(), "a half-closed opening flow must still open")
+        let step24 = flow.peerClosed(.all)
+        #expect(step24 == .deferredUntilOpen)
+        #expect(!flow.openFailedNeedsAnswer())
+        guard case .cancelled = flow.openSucceeded() else {
+            Issue.record("expected cancelled")
+            return
+        }
+    }
+
+    @Test func aHalfClosedOpeningFlowShutsItsSocketWhenItOpens() {
+        var flow = openingFlow()
         _ = flow.peerClosed(.write)
-        guard case .opening = flow.phase else {
-            Issue.record("a half-closed opening flow must still open")
+        guard case .opened(_, let shutdown) = flow.openSucceeded() else {
+            Issue.record("expected the flow to open")
             return
         }
-        _ = flow.peerClosed(.all)
-        guard case .cancelled = flow.phase else {
-            Issue.record("expected cancelled, got \(flow.phase)")
-            return
-        }
+        #expect(shutdown)
     }
 
     @Test func queueWatermarksPauseAndResumeReading() {
         var flow = openFlow()
-        flow.queue.appendData(ByteBuffer(repeating: 0, count: limits.flowQueueHighWatermark), source: nil)
-        flow.updateQueueWatermarks(limits: limits)
-        #expect(!flow.wantsReading(tunnelWritable: true))
-        _ = flow.queue.popFirst(maximumChunk: limits.flowQueueHighWatermark - limits.flowQueueLowWatermark, splittable: true)
-        flow.updateQueueWatermarks(limits: limits)
-        #expect(flow.wantsReading(tunnelWritable: true))
-        #expect(!flow.wantsReading(tunnelWritable: false))
+        _ = flow.readLocal(ByteBuffer(repeating: 0, count: limits.queueHighWatermark), from: nil, now: .now())
+        #expect(!flow.wantsReading)
+        _ = flow.nextToSend(maximumChunk: limits.queueHighWatermark - limits.queueLowWatermark - 1)
+        #expect(!flow.wantsReading, "between the marks the flow stays paused")
+        _ = flow.nextToSend(maximumChunk: 1)
+        #expect(flow.wantsReading)
+    }
+
+    @Test func aClientTCPFlowSendsEarlyDataOnlyUpToTheAllowance() {
+        var flow = FlowState.awaitingOpenResult(.tcp, limits: limits, now: .now())
+        #expect(flow.wantsReading)
+        _ = flow.readLocal(ByteBuffer(repeating: 0, count: limits.earlyDataAllowance + 10), from: nil, now: .now())
+        var sent = 0
+        while case .data(let data, _)? = flow.nextToSend(maximumChunk: 64 * 1024) {
+            sent += data.readableBytes
+        }
+        #expect(sent == limits.earlyDataAllowance)
+        #expect(!flow.hasSomethingToSend)
+        _ = flow.openResultSucceeded()
+        #expect(flow.hasSomethingToSend)
+    }
+
+    @Test func aUDPFlowIsNotReadBeforeItOpens() {
+        var flow = FlowState.awaitingOpenResult(.udp, limits: limits, now: .now())
+        #expect(!flow.wantsReading)
+        _ = flow.openResultSucceeded()
+        #expect(flow.wantsReading)
     }
 }

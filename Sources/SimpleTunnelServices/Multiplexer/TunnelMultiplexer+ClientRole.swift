@@ -1,0 +1,55 @@
+import Logging
+import NIOCore
+
+extension TunnelMultiplexer {
+    /// Asks the server to open a flow for a local endpoint. A TCP flow's
+    /// endpoint is read at once (early data, PROTOCOL.md A6); others once the
+    /// server answers. `completion` gets the configuration an IP flow carries,
+    /// or why the open failed. Returns the identifier chosen.
+    @discardableResult
+    public func openFlow(
+        _ request: TunnelOpenRequest,
+        endpoint: FlowEndpoint,
+        completion: @escaping (Result<[String: PropertyListValue]?, FlowOpenFailure>) -> Void
+    ) -> TunnelConnectionIdentifier? {
+        guard !isClosed else {
+            completion(.failure(FlowOpenFailure(.internalError, "the tunnel is closed")))
+            return nil
+        }
+        guard flows.count < limits.maximumFlows else {
+            completion(.failure(FlowOpenFailure(.refused, "this tunnel already has \(limits.maximumFlows) flows")))
+            return nil
+        }
+        // Identifiers are never reused within a tunnel, so a late answer can't reach a new flow.
+        let identifier = nextIdentifier
+        nextIdentifier += 1
+        openCompletions[identifier] = completion
+        sendControl(.open(identifier: identifier, request: request))
+        addFlow(identifier, .awaitingOpenResult(FlowState.Kind(request), limits: limits.flowLimits, now: .now()), endpoint: endpoint)
+        return identifier
+    }
+
+    /// Enters a new flow in the table and reconciles it with its first state.
+    func addFlow(_ identifier: TunnelConnectionIdentifier, _ flow: FlowState, endpoint: FlowEndpoint?) {
+        flows[identifier] = flow
+        if let endpoint {
+            endpoints[identifier] = EndpointSlot(endpoint: endpoint)
+        }
+        if flow.kind == .udp { udpFlows += 1 }
+        reconcile(identifier)
+    }
+
+    /// Asks the server for its configuration (PROTOCOL.md A3, command 9).
+    public func fetchConfiguration(completion: @escaping (Result<[String: PropertyListValue], TunnelClosedError>) -> Void) {
+        guard !isClosed else { return completion(.failure(TunnelClosedError())) }
+        configurationRequests.append(completion)
+        sendControl(.fetchConfiguration(identifier: 0))
+    }
+
+    /// Sends a login (PROTOCOL.md B2).
+    public func authenticate(login: String, password: String, completion: @escaping (Result<TunnelConnectionOpenResult, TunnelClosedError>) -> Void) {
+        guard !isClosed else { return completion(.failure(TunnelClosedError())) }
+        authenticationRequests.append(completion)
+        sendControl(.authenticate(login: login, password: password))
+    }
+}
