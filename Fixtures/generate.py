@@ -1348,7 +1348,7 @@ def verify() -> int:
 README_HEAD = """\
 # Golden wire fixtures
 
-Frames of the SimpleTunnel protocol (`/work/shared/PROTOCOL.md`, sections
+Frames of the SimpleTunnel protocol (`docs/PROTOCOL.md`, sections
 A1-A6, B2, B5) with the meaning a correct reader must give them. The Swift
 codec tests read them; nothing here is copied from public code.
 

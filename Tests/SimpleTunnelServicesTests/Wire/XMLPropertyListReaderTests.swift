@@ -203,10 +203,7 @@ struct XMLPropertyListReaderValueTests {
     }
 
     @Test func appleSampleConfiguration() throws {
-        // Tests/SimpleTunnelServicesTests/Wire/<this file> → repository root → its sibling "shared".
-        let repositoryRoot = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let path = repositoryRoot.appendingPathComponent("../shared/apple-sample/config.plist").standardizedFileURL.path
+        let path = RepositoryPaths.appleSampleConfiguration.path
         guard let contents = FileManager.default.contents(atPath: path) else {
             Issue.record("Apple's sample configuration is missing: expected it at \(path)")
             return
