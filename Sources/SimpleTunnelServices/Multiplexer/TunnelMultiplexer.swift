@@ -35,12 +35,14 @@ public final class TunnelMultiplexer {
         /// A flow's queue stops reading its socket at the high mark, restarts at the low one.
         public var flowQueueHighWatermark = 256 * 1024
         public var flowQueueLowWatermark = 64 * 1024
-        /// Bytes this tunnel holds for the peer in all: flows' queues and early
-        /// data. At this mark every flow stops reading its socket and the peer's
-        /// early data is not read; both start again at half of it.
+        /// Bytes queued for the peer over all of this tunnel's flows. At this
+        /// mark every flow stops reading its socket; they start again at half.
         public var tunnelBufferBudget = 8 * 1024 * 1024
-        /// Replies and other control messages waiting for a peer that does not
-        /// read: past this many the peer is not read until they drain.
+        /// Server: early data held over all flows still connecting. At this mark
+        /// the peer is not read until opens complete and it falls to half.
+        public var tunnelEarlyDataBudget = 4 * 1024 * 1024
+        /// Server: replies and other control messages waiting for a peer that
+        /// does not read. At this many the peer is not read until they drain.
         public var controlBacklogLimit = 1024
         /// Largest `data` payload sent; also a flow's turn in the schedule.
         public var maximumDataChunk = 64 * 1024
@@ -82,11 +84,16 @@ public final class TunnelMultiplexer {
     var suspendAllowance: SuspendAllowance
     var statistics = TunnelStatistics()
     var udpFlows = 0
-    /// Bytes held for the peer: flows' queues and early data (`Limits.tunnelBufferBudget`).
-    private(set) var bufferedBytes = 0
+    /// Bytes in flows' queues (`Limits.tunnelBufferBudget`).
+    private(set) var queuedBytes = 0
     /// False while over the buffer budget: flows do not read their sockets.
     private(set) var withinBufferBudget = true
+    /// Early data held for flows still connecting (`Limits.tunnelEarlyDataBudget`).
+    private(set) var earlyDataBytes = 0
+    private var withinEarlyDataBudget = true
     /// Told when the peer should (not) be read; the channel handler holds reads.
+    /// Only a server holds its peer back: were both ends to, each could wait
+    /// for the other to read first.
     var peerReadingChanged: ((Bool) -> Void)?
     private(set) var wantsPeerReads = true
 
@@ -183,25 +190,20 @@ public final class TunnelMultiplexer {
         effects: (Result) -> Void = { _ in }
     ) -> Result? {
         guard let index = flows.index(forKey: identifier) else { return nil }
-        let before = Self.heldBytes(flows.values[index])
+        let queuedBefore = flows.values[index].queue.bufferedBytes
+        let earlyBefore = flows.values[index].earlyDataBytes
         let result = body(&flows.values[index])
-        let after = Self.heldBytes(flows.values[index])
+        let queuedChange = flows.values[index].queue.bufferedBytes - queuedBefore
+        let earlyChange = flows.values[index].earlyDataBytes - earlyBefore
         effects(result)
-        reconcile(identifier, heldBytesChange: after - before)
+        account(queued: queuedChange, early: earlyChange)
+        reconcile(identifier)
         return result
-    }
-
-    private static func heldBytes(_ flow: FlowState) -> Int {
-        flow.queue.bufferedBytes + flow.earlyDataBytes
     }
 
     /// Brings the flow's endpoint, its place in the schedule and its existence
     /// in line with its state.
-    func reconcile(_ identifier: TunnelConnectionIdentifier, heldBytesChange: Int = 0) {
-        if heldBytesChange != 0 {
-            bufferedBytes += heldBytesChange
-            updateBufferBudget()
-        }
+    func reconcile(_ identifier: TunnelConnectionIdentifier) {
         guard let flow = flows[identifier] else { return }
         if flow.isDone {
             forget(identifier)
@@ -211,6 +213,23 @@ public final class TunnelMultiplexer {
             scheduleDrain()
         }
         updateReading(identifier, wanted: flow.wantsReading && withinBufferBudget)
+    }
+
+    /// Counts what the tunnel holds and acts when a budget is crossed.
+    private func account(queued: Int, early: Int) {
+        if queued != 0 {
+            queuedBytes += queued
+            updateBufferBudget()
+        }
+        if early != 0 {
+            earlyDataBytes += early
+            let within = withinEarlyDataBudget
+                ? earlyDataBytes < limits.tunnelEarlyDataBudget : earlyDataBytes <= limits.tunnelEarlyDataBudget / 2
+            if within != withinEarlyDataBudget {
+                withinEarlyDataBudget = within
+                updatePeerReading()
+            }
+        }
     }
 
     private func updateReading(_ identifier: TunnelConnectionIdentifier, wanted: Bool) {
@@ -224,24 +243,24 @@ public final class TunnelMultiplexer {
     private func updateBufferBudget() {
         let within: Bool
         if withinBufferBudget {
-            within = bufferedBytes < limits.tunnelBufferBudget
+            within = queuedBytes < limits.tunnelBufferBudget
         } else {
-            within = bufferedBytes <= limits.tunnelBufferBudget / 2
+            within = queuedBytes <= limits.tunnelBufferBudget / 2
         }
         guard within != withinBufferBudget else { return }
         withinBufferBudget = within
         if !within {
-            logger.notice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(bufferedBytes)"])
+            logger.notice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(queuedBytes)"])
         }
         for (identifier, flow) in flows {
             updateReading(identifier, wanted: flow.wantsReading && within)
         }
-        updatePeerReading()
     }
 
-    /// The peer is read while what it makes us hold stays within budget.
+    /// A server reads its peer while what the peer makes it hold stays within budget.
     func updatePeerReading() {
-        let wanted = withinBufferBudget && schedule.controlCount < limits.controlBacklogLimit
+        guard case .server = role else { return }
+        let wanted = withinEarlyDataBudget && schedule.controlCount < limits.controlBacklogLimit
         guard wanted != wantsPeerReads else { return }
         wantsPeerReads = wanted
         peerReadingChanged?(wanted)
@@ -328,8 +347,7 @@ public final class TunnelMultiplexer {
     func forget(_ identifier: TunnelConnectionIdentifier, aborting: Bool = false) {
         guard let flow = flows.removeValue(forKey: identifier) else { return }
         let slot = endpoints.removeValue(forKey: identifier)
-        bufferedBytes -= Self.heldBytes(flow)
-        updateBufferBudget()
+        account(queued: -flow.queue.bufferedBytes, early: -flow.earlyDataBytes)
         schedule.remove(identifier)
         suspendAllowance.flowForgotten(identifier, socketStillOpen: slot != nil)
         if flow.kind == .udp { udpFlows -= 1 }

@@ -165,6 +165,8 @@ struct BackToBackTunnelTests {
         var limits = TunnelMultiplexer.Limits()
         limits.controlBacklogLimit = 8
         let tunnel = try BackToBackTunnel(limits: limits)
+        let reads = ReadCounter()
+        try tunnel.server.pipeline.syncOperations.addHandler(reads, position: .first)
         tunnel.server.isWritable = false
         tunnel.server.pipeline.fireChannelWritabilityChanged()
         let serverMultiplexer = try #require(try tunnel.server.pipeline.syncOperations.handler(type: TunnelChannelHandler.self).multiplexer)
@@ -172,8 +174,12 @@ struct BackToBackTunnelTests {
             serverMultiplexer.receive(.message(.fetchConfiguration(identifier: 0)))
         }
         #expect(!serverMultiplexer.wantsPeerReads, "eight unanswered replies: the peer is held")
+        tunnel.server.read()
+        #expect(reads.count == 0, "the socket is not read while the peer is held")
         tunnel.server.isWritable = true
         tunnel.server.pipeline.fireChannelWritabilityChanged()
         #expect(serverMultiplexer.wantsPeerReads, "the replies went: the peer is read again")
+        #expect(reads.count == 1, "the held read goes through")
     }
 }
+

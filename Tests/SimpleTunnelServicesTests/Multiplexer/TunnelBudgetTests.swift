@@ -1,0 +1,64 @@
+import Logging
+import NIOCore
+import NIOEmbedded
+import Testing
+@testable import SimpleTunnelServices
+
+/// What one tunnel may hold for its peer, in all, and what happens past it.
+@Suite("Tunnel budgets")
+struct TunnelBudgetTests {
+    let loop = EmbeddedEventLoop()
+    let output = RecordingOutput()
+
+    @Test func earlyDataPastTheTunnelsBudgetHoldsThePeerUntilOpensComplete() {
+        var limits = TunnelMultiplexer.Limits()
+        limits.tunnelEarlyDataBudget = 1024 * 1024
+        let opener = DeferredOpener()
+        let multiplexer = TunnelMultiplexer(
+            role: .server(opener: opener, responder: NoRequests()), output: output, eventLoop: loop, limits: limits, logger: Logger(label: "test"))
+        // Eight flows still connecting, each within its own 256 KiB allowance.
+        for identifier in 1...8 as ClosedRange<TunnelConnectionIdentifier> {
+            multiplexer.receive(.message(.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: "h", port: 1)))))
+            multiplexer.receive(.message(.data(identifier: identifier, payload: ByteBuffer(repeating: 1, count: 200 * 1024))))
+        }
+        #expect(!multiplexer.wantsPeerReads, "1.6 MiB of early data is past the tunnel's 1 MiB")
+        #expect(multiplexer.currentStatistics.openFlows == 8, "no flow is refused for it: the peer is only slowed")
+        var destinations: [RecordingEndpoint] = []
+        for _ in 1...5 {
+            let endpoint = RecordingEndpoint()
+            destinations.append(endpoint)
+            opener.complete(.success(OpenedFlow(endpoint: endpoint)))
+        }
+        #expect(!multiplexer.wantsPeerReads, "600 KiB still held: above half of the budget the peer stays held")
+        let sixth = RecordingEndpoint()
+        destinations.append(sixth)
+        opener.complete(.success(OpenedFlow(endpoint: sixth)))
+        #expect(multiplexer.wantsPeerReads, "400 KiB held, under half of the budget: the peer is read again")
+        #expect(destinations.allSatisfy { $0.received.reduce(0) { $0 + $1.readableBytes } == 200 * 1024 })
+    }
+
+    @Test func flowQueuesPastTheTunnelsBudgetStopEveryFlowReadingUntilHalfOfItIsSent() {
+        var limits = TunnelMultiplexer.Limits()
+        limits.tunnelBufferBudget = 512 * 1024
+        let multiplexer = TunnelMultiplexer(role: .client, output: output, eventLoop: loop, limits: limits, logger: Logger(label: "test"))
+        var flows: [(TunnelConnectionIdentifier, RecordingEndpoint)] = []
+        for _ in 0..<4 {
+            let endpoint = RecordingEndpoint()
+            let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { _ in }!
+            multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
+            flows.append((identifier, endpoint))
+        }
+        loop.run()
+        output.capacity = output.written.count
+        multiplexer.tunnelWritabilityChanged(false)
+        for (identifier, _) in flows.prefix(3) {
+            multiplexer.flow(identifier, didRead: ByteBuffer(repeating: 2, count: 200 * 1024), from: nil)
+        }
+        #expect(flows.allSatisfy { !$0.1.reading }, "600 KiB queued: past the 512 KiB budget no flow reads, not even an idle one")
+        #expect(multiplexer.wantsPeerReads, "a client never holds its server back")
+        output.capacity = Int.max
+        multiplexer.tunnelWritabilityChanged(true)
+        loop.run()
+        #expect(flows.allSatisfy { $0.1.reading }, "the queues went: every flow reads again")
+    }
+}
