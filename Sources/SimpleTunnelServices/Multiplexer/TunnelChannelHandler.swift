@@ -15,6 +15,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     private let firstMessageTimeout: TimeAmount?
     private var liveness: LivenessMonitor
     private let metrics: TunnelServerMetrics?
+    private let serverBudget: ServerBufferBudget?
     private var livenessCheck: Scheduled<Void>?
     private var logger: Logger
     private var context: ChannelHandlerContext?
@@ -41,6 +42,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         firstMessageTimeout: TimeAmount? = nil,
         liveness: LivenessMonitor.Policy = .init(),
         metrics: TunnelServerMetrics? = nil,
+        serverBudget: ServerBufferBudget? = nil,
         logger: Logger,
         onActive: ((TunnelMultiplexer) -> Void)? = nil
     ) {
@@ -49,6 +51,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         self.firstMessageTimeout = firstMessageTimeout
         self.liveness = LivenessMonitor(policy: liveness, now: .now())
         self.metrics = metrics
+        self.serverBudget = serverBudget
         self.logger = logger
         self.onActive = onActive
     }
@@ -69,7 +72,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
 
     public func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        let multiplexer = TunnelMultiplexer(role: makeRole(), output: self, eventLoop: context.eventLoop, limits: limits, metrics: metrics, logger: logger)
+        let multiplexer = TunnelMultiplexer(role: makeRole(), output: self, eventLoop: context.eventLoop, limits: limits, metrics: metrics, serverBudget: serverBudget, logger: logger)
         multiplexer.peerReadingChanged = { [weak self] reading in
             self?.peerReadingChanged(reading)
         }

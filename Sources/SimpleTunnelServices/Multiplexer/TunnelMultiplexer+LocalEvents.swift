@@ -30,6 +30,7 @@ extension TunnelMultiplexer: FlowEventSink {
                 sendControl(.suspend(identifier: identifier))
             case .resume?:
                 suspendAllowance.resumeSent(identifier)
+                suspendAllowanceChanged()
                 sendControl(.resume(identifier: identifier))
             default:
                 break
@@ -41,12 +42,14 @@ extension TunnelMultiplexer: FlowEventSink {
         guard flows[identifier] != nil else {
             // A forgotten flow's socket finished closing: what it held is gone.
             suspendAllowance.socketClosed(identifier)
+            suspendAllowanceChanged()
             return
         }
         logger.trace("local socket closed", metadata: ["flow": "\(identifier)"])
         // The socket is gone: nothing more will be written to or read from it.
         endpoints.removeValue(forKey: identifier)
         suspendAllowance.socketClosed(identifier)
+        suspendAllowanceChanged()
         transition(identifier, { $0.localClosed() }) { effect in
             if effect == .failPendingOpen {
                 // The local side gave up first; the server's answer will find no flow.

@@ -92,7 +92,11 @@ extension TunnelMultiplexer {
         let verdict = transition(identifier) { $0.receiveData(payload, now: .now()) }
         switch verdict {
         case .deliver?:
-            switch suspendAllowance.charge(identifier, bytes: payload.readableBytes) {
+            let allowance = suspendAllowance.charge(identifier, bytes: payload.readableBytes)
+            if allowance != .within || suspendAllowance.total != 0 {
+                suspendAllowanceChanged()
+            }
+            switch allowance {
             case .within:
                 endpoints[identifier]?.endpoint.write(payload, to: destination)
                 markForFlush(identifier)

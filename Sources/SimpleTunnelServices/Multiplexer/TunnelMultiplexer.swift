@@ -91,6 +91,13 @@ public final class TunnelMultiplexer {
     /// Early data held for flows still connecting (`Limits.tunnelEarlyDataBudget`).
     private(set) var earlyDataBytes = 0
     private var withinEarlyDataBudget = true
+    /// The server's budget over all tunnels; nil on a client.
+    let serverBudget: ServerBufferBudget?
+    /// What this tunnel has charged to the server's budget.
+    private var chargedToServer = 0
+    private var suspendBytesCharged = 0
+    /// False while the server is over its budget: no flow reads, the peer is not read.
+    private(set) var withinServerBudget = true
     /// Told when the peer should (not) be read; the channel handler holds reads.
     /// Only a server holds its peer back: were both ends to, each could wait
     /// for the other to read first.
@@ -109,8 +116,12 @@ public final class TunnelMultiplexer {
     var configurationRequests = CircularBuffer<(Result<[String: PropertyListValue], TunnelClosedError>) -> Void>()
     var authenticationRequests = CircularBuffer<(Result<TunnelConnectionOpenResult, TunnelClosedError>) -> Void>()
 
-    public init(role: Role, output: TunnelOutput, eventLoop: EventLoop, limits: Limits = Limits(), metrics: TunnelServerMetrics? = nil, logger: Logger) {
+    public init(
+        role: Role, output: TunnelOutput, eventLoop: EventLoop, limits: Limits = Limits(), metrics: TunnelServerMetrics? = nil,
+        serverBudget: ServerBufferBudget? = nil, logger: Logger
+    ) {
         self.role = role
+        self.serverBudget = serverBudget
         self.metrics = metrics
         self.output = output
         self.eventLoop = eventLoop
@@ -159,6 +170,11 @@ public final class TunnelMultiplexer {
             metrics?.flowClosed(flow.kind)
         }
         let slots = endpoints.values
+        if let serverBudget {
+            serverBudget.forget(ObjectIdentifier(self))
+            _ = serverBudget.charge(-chargedToServer)
+            chargedToServer = 0
+        }
         flows.removeAll()
         endpoints.removeAll()
         schedule.removeAll()
@@ -212,11 +228,15 @@ public final class TunnelMultiplexer {
         if flow.hasSomethingToSend, schedule.markReady(identifier) {
             scheduleDrain()
         }
-        updateReading(identifier, wanted: flow.wantsReading && withinBufferBudget)
+        updateReading(identifier, wanted: flow.wantsReading && mayReadLocally)
     }
+
+    /// Whether flows may read their sockets at all, as the budgets stand.
+    private var mayReadLocally: Bool { withinBufferBudget && withinServerBudget }
 
     /// Counts what the tunnel holds and acts when a budget is crossed.
     private func account(queued: Int, early: Int) {
+        chargeServer(queued + early)
         if queued != 0 {
             queuedBytes += queued
             updateBufferBudget()
@@ -252,15 +272,50 @@ public final class TunnelMultiplexer {
         if !within {
             logger.notice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(queuedBytes)"])
         }
+        updateEveryFlowsReading()
+    }
+
+    private func updateEveryFlowsReading() {
+        let may = mayReadLocally
         for (identifier, flow) in flows {
-            updateReading(identifier, wanted: flow.wantsReading && within)
+            updateReading(identifier, wanted: flow.wantsReading && may)
         }
+    }
+
+    /// What the suspend allowance holds changed: charge the difference to the server.
+    func suspendAllowanceChanged() {
+        let held = suspendAllowance.total
+        chargeServer(held - suspendBytesCharged)
+        suspendBytesCharged = held
+    }
+
+    private func chargeServer(_ bytes: Int) {
+        guard bytes != 0, let serverBudget else { return }
+        chargedToServer += bytes
+        let within = serverBudget.charge(bytes)
+        // Only the budget says when to go on (at its low mark), so that every paused tunnel hears it.
+        guard !within, withinServerBudget else { return }
+        withinServerBudget = false
+        logger.notice("server buffer budget reached: pausing this tunnel", metadata: ["server-bytes": "\(serverBudget.heldBytes)"])
+        updateEveryFlowsReading()
+        updatePeerReading()
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        serverBudget.wait(ObjectIdentifier(self), on: eventLoop) {
+            bound.value.serverBudgetResumed()
+        }
+    }
+
+    private func serverBudgetResumed() {
+        guard !isClosed, !withinServerBudget else { return }
+        withinServerBudget = true
+        updateEveryFlowsReading()
+        updatePeerReading()
     }
 
     /// A server reads its peer while what the peer makes it hold stays within budget.
     func updatePeerReading() {
         guard case .server = role else { return }
-        let wanted = withinEarlyDataBudget && schedule.controlCount < limits.controlBacklogLimit
+        let wanted = withinEarlyDataBudget && withinServerBudget && schedule.controlCount < limits.controlBacklogLimit
         guard wanted != wantsPeerReads else { return }
         wantsPeerReads = wanted
         peerReadingChanged?(wanted)
@@ -350,6 +405,7 @@ public final class TunnelMultiplexer {
         account(queued: -flow.queue.bufferedBytes, early: -flow.earlyDataBytes)
         schedule.remove(identifier)
         suspendAllowance.flowForgotten(identifier, socketStillOpen: slot != nil)
+        suspendAllowanceChanged()
         if flow.kind == .udp { udpFlows -= 1 }
         if flow.isOpen {
             metrics?.flowClosed(flow.kind)

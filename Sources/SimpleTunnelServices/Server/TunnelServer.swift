@@ -13,6 +13,8 @@ public final class TunnelServer: Sendable {
         /// Nil only for `--plaintext`, which Apple's stock sample app needs.
         public var tls: TLSContext?
         public var multiplexerLimits = TunnelMultiplexer.Limits()
+        /// Bytes all tunnels together may hold for their peers.
+        public var bufferBudget = ServerBufferBudget.forPhysicalMemory(SystemMemory.physicalBytes)
         public var maximumTunnels = 256
         /// Time a client has to finish TLS and send its first message.
         public var firstMessageTimeout: TimeAmount = .seconds(10)
@@ -125,6 +127,7 @@ public final class TunnelServer: Sendable {
                 firstMessageTimeout: settings.firstMessageTimeout,
                 liveness: settings.liveness,
                 metrics: settings.metrics,
+                serverBudget: settings.bufferBudget,
                 logger: logger
             )
         )

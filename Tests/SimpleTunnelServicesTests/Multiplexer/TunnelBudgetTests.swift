@@ -61,4 +61,44 @@ struct TunnelBudgetTests {
         loop.run()
         #expect(flows.allSatisfy { $0.1.reading }, "the queues went: every flow reads again")
     }
+
+    @Test func tunnelsTogetherPastTheServersBudgetPauseUntilItFallsToHalf() {
+        let budget = ServerBufferBudget(limit: 1024 * 1024)
+        var limits = TunnelMultiplexer.Limits()
+        limits.flowQueueHighWatermark = 2 * 1024 * 1024
+        limits.flowQueueLowWatermark = 1024 * 1024
+        let outputs = [RecordingOutput(), RecordingOutput()]
+        let tunnels = outputs.map {
+            TunnelMultiplexer(role: .client, output: $0, eventLoop: loop, limits: limits, serverBudget: budget, logger: Logger(label: "test"))
+        }
+        var flows: [(TunnelConnectionIdentifier, RecordingEndpoint)] = []
+        for tunnel in tunnels {
+            let endpoint = RecordingEndpoint()
+            let identifier = tunnel.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { _ in }!
+            tunnel.receive(.message(.openResult(identifier: identifier, result: .success)))
+            flows.append((identifier, endpoint))
+        }
+        loop.run()
+        for (output, tunnel) in zip(outputs, tunnels) {
+            output.capacity = output.written.count
+            tunnel.tunnelWritabilityChanged(false)
+        }
+        // Each tunnel within its own 8 MiB, the two together past the server's 1 MiB.
+        tunnels[0].flow(flows[0].0, didRead: ByteBuffer(repeating: 1, count: 700 * 1024), from: nil)
+        #expect(flows[0].1.reading)
+        tunnels[1].flow(flows[1].0, didRead: ByteBuffer(repeating: 1, count: 400 * 1024), from: nil)
+        #expect(budget.heldBytes == 1100 * 1024)
+        #expect(!flows[1].1.reading, "the tunnel that crossed the server's budget pauses")
+        tunnels[0].flow(flows[0].0, didRead: ByteBuffer(repeating: 1, count: 1), from: nil)
+        #expect(!flows[0].1.reading, "so does the next one that takes more")
+        // The first tunnel drains: the total falls under half and both are told.
+        outputs[0].capacity = Int.max
+        tunnels[0].tunnelWritabilityChanged(true)
+        loop.run()
+        #expect(budget.heldBytes == 400 * 1024)
+        #expect(flows[0].1.reading && flows[1].1.reading, "both go on once the server is under half of its budget")
+        tunnels[1].tunnelClosed()
+        tunnels[0].tunnelClosed()
+        #expect(budget.heldBytes == 0, "a closed tunnel gives back everything it held")
+    }
 }
