@@ -6,12 +6,6 @@ import Testing
 /// real listener on the server's loopback, names resolved by the system.
 @Suite("Destination policy on real sockets: the server's loopback")
 struct DestinationPolicySocketTests {
-    static func open(_ peer: RawTunnelPeer, _ identifier: Int64, _ host: String, _ port: Int) async throws -> TunnelConnectionOpenResult? {
-        try await peer.send(.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: host, port: port))))
-        guard case .openResult(identifier, let result, _) = await peer.next() else { return nil }
-        return result
-    }
-
     /// The result of opening each host at the fixture's echo port, under `policy`.
     static func results(_ policy: DestinationPolicy, hosts: [String]) async throws -> [String: TunnelConnectionOpenResult] {
         let fixture = try await RawServerFixture.start { settings in
@@ -21,7 +15,7 @@ struct DestinationPolicySocketTests {
         let peer = try await fixture.peer()
         var results: [String: TunnelConnectionOpenResult] = [:]
         for (index, host) in hosts.enumerated() {
-            results[host] = try await open(peer, Int64(index + 1), host, fixture.echoPort)
+            results[host] = try await ServerProtocolTests().open(peer, Int64(index + 1), host, fixture.echoPort)
         }
         await peer.close()
         await fixture.stop()

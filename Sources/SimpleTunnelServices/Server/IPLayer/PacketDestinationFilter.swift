@@ -38,9 +38,6 @@ struct PacketDestinationFilter: Sendable {
     let defaultDenied: [Entry]
     let openers: [Entry]
 
-    /// Lets every packet through.
-    static let none = PacketDestinationFilter(DestinationPolicy.allowAll)
-
     init(_ policy: DestinationPolicy) {
         denied = policy.denyRules.compactMap(Entry.init)
         defaultDenied = policy.defaultDenyRules.compactMap(Entry.init)

@@ -8,7 +8,7 @@ import NIOCore
 /// reach the device only when their source is that tunnel's lease and the
 /// destination policy does not refuse their destination.
 public final class PacketRouter: @unchecked Sendable {
-    // @unchecked: `routes` and `counters` are behind locks; `device` is only
+    // @unchecked: `routes` and `drops` are behind locks; `device` is only
     // read from its own reader and written through its thread-safe write.
     private let device: PacketFlow
     private let routes = NIOLockedValueBox<[IPv4Address: Route]>([:])
