@@ -1,4 +1,5 @@
 import NIOCore
+import Prometheus
 import Testing
 @testable import SimpleTunnelServices
 
@@ -41,6 +42,21 @@ struct PacketPolicyTests {
         #expect(layer.router.counters.spoofedDropped == 0)
         await peer.close()
         await fixture.stop()
+    }
+
+    @Test func theDropsAreAMetricWithTheirOwnReason() throws {
+        let registry = PrometheusCollectorRegistry()
+        let device = InMemoryPacketFlow()
+        let router = PacketRouter(
+            device: device, policy: DestinationPolicy.allowAll.withPublicListenerDefaults(),
+            metrics: TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: TunnelFixture.logger)
+        let packets = ["169.254.169.254", "127.0.0.1", "198.18.2.2"].map {
+            TunnelPacket(bytes: ipv4Packet(from: Self.lease, to: $0), protocolNumber: 2)
+        }
+        router.send(packets, from: try #require(IPv4Address(Self.lease)))
+        #expect(device.written.count == 1)
+        let exposition = registry.emitToString()
+        #expect(exposition.contains(#"simpletunnel_dropped_packets_total{reason="policy"} 2"#), "\(exposition)")
     }
 
     @Test func withoutRulesOnALoopbackListenerNothingIsFiltered() throws {
