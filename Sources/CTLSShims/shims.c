@@ -39,4 +39,6 @@ uint64_t ctls_default_options(void) {
     return SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE;
 }
 
+uint64_t ctls_no_ticket_option(void) { return SSL_OP_NO_TICKET; }
+
 unsigned long ctls_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }

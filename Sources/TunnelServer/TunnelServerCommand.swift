@@ -68,7 +68,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("state-directory"), help: "Where the generated certificate and the remembered tunnel addresses (leases.json) are kept. Default $XDG_STATE_HOME/simpletunnel.")
     var stateDirectory: String?
 
-    @Option(help: "Allow only destinations matching this rule (TARGET[:PORTS], repeatable), e.g. 10.0.0.0/8:22,443 or *.example.com.")
+    @Option(help: "Allow only destinations matching this rule (TARGET[:PORTS], repeatable), e.g. 10.0.0.0/8:22,443 or *.example.com. On a public --host, an address rule also opens the server's loopback, link-local and metadata addresses, which are refused by default.")
     var allow: [String] = []
 
     @Option(help: "Refuse destinations matching this rule (repeatable); deny wins over allow.")
@@ -173,6 +173,7 @@ struct Serve: AsyncParsableCommand {
             logger.critical("cannot start: \(error)")
             throw ExitCode(2)
         }
+        logger.notice("\(launch.policyNote)")
         for warning in launch.warnings {
             logger.warning("\(warning)")
         }
@@ -190,6 +191,7 @@ struct Serve: AsyncParsableCommand {
         ipOptions.deviceName = tun
         ipOptions.deviceAddress = tunAddress.flatMap { IPv4Address($0) }
         ipOptions.mtu = mtu
+        ipOptions.destinationPolicy = launch.policy
         ipOptions.leaseFile = LeaseFile(path: (stateDirectory ?? SelfSignedIdentity.defaultDirectory()) + "/" + LeaseFile.defaultName)
         let leaseFile = noIPLayer ? nil : ipOptions.leaseFile
         let service = TunnelServerService(

@@ -23,6 +23,8 @@ int ctls_TLS1_3_VERSION(void);
 /// SSL_OP_* flags are built from a function-like macro: no renegotiation,
 /// no compression, server cipher preference.
 uint64_t ctls_default_options(void);
+/// SSL_OP_NO_TICKET: a server sends no TLS 1.2 session tickets.
+uint64_t ctls_no_ticket_option(void);
 /// XN_FLAG_RFC2253 combines several macros.
 unsigned long ctls_XN_FLAG_RFC2253(void);
 

@@ -37,6 +37,10 @@ public struct TunnelServerLaunch: Sendable {
     public var configuration: TunnelServerConfiguration
     /// Set when the server presents its generated self-signed certificate.
     public var selfSignedIdentity: SelfSignedIdentity?
+    /// The destination policy in force, for flows (in `settings.opener`) and the IP layer.
+    public var policy: DestinationPolicy
+    /// Which default policy applies and why, logged at start.
+    public var policyNote: String
     /// Things to tell the operator at start.
     public var warnings: [String] = []
 
@@ -81,7 +85,10 @@ public struct TunnelServerLaunch: Sendable {
             guard idle >= 0, idle.isFinite else { throw TunnelServerLaunchError.invalidOption("--idle-timeout \(idle): expected seconds, 0 for never") }
             settings.liveness.idleTimeout = idle == 0 ? nil : TimeAmount(seconds: idle)
         }
-        settings.opener.authorizer = server.policy
+        let loopback = Self.isLoopback(settings.host)
+        // On a public address, clients must not reach the server's own loopback services or the cloud metadata service.
+        let policy = loopback ? server.policy : server.policy.withPublicListenerDefaults()
+        settings.opener.authorizer = policy
         settings.clientConfiguration = configuration.configurationForFetch()
         settings.dns = DNSForwarder(resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)))
 
@@ -92,9 +99,11 @@ public struct TunnelServerLaunch: Sendable {
                 throw TunnelServerLaunchError.invalidOption("--users: \(error)")
             }
         }
-        var launch = TunnelServerLaunch(settings: settings, configuration: configuration)
+        var launch = TunnelServerLaunch(
+            settings: settings, configuration: configuration, policy: policy,
+            policyNote: Self.policyNote(host: settings.host, loopback: loopback))
+        launch.warnings += Self.refusedDNSServers(configuration, policy: policy)
         let clientCA = options.clientCAPath ?? server.clientCAPath
-        let loopback = Self.isLoopback(settings.host)
         if options.plaintext {
             guard loopback else { throw TunnelServerLaunchError.plaintextOffLoopback(settings.host) }
             launch.warnings.append("--plaintext: the tunnel is not encrypted; use it only with Apple's stock sample app on this machine")
@@ -118,6 +127,25 @@ public struct TunnelServerLaunch: Sendable {
         }
         launch.settings.tls = try TLSContext(configuration: tls)
         return launch
+    }
+
+    static func policyNote(host: String, loopback: Bool) -> String {
+        loopback
+            ? "destination policy: listening on loopback (\(host)), so clients may reach this machine's loopback services unless a Deny rule refuses them"
+            : "destination policy: listening on \(host), so clients may not reach this machine's loopback (127.0.0.0/8, ::1, 0.0.0.0/8, ::), "
+                + "link-local addresses (169.254.0.0/16, fe80::/10) or the cloud metadata service (169.254.169.254, fd00:ec2::254) "
+                + "unless an --allow address rule opens them"
+    }
+
+    /// Warnings for the DNS servers IP-layer clients are told to use whose
+    /// packets the policy drops (a cloud resolver at a link-local address, say).
+    static func refusedDNSServers(_ configuration: TunnelServerConfiguration, policy: DestinationPolicy) -> [String] {
+        let filter = PacketDestinationFilter(policy)
+        return (configuration.dns?.servers ?? []).compactMap { server in
+            guard case .v4(let address) = server.unmapped, filter.refuses(address, port: 53) else { return nil }
+            return "IP-layer clients are told to use the DNS server \(address), but the destination policy drops packets to it; "
+                + "--allow \(address):53 opens it for DNS"
+        }
     }
 
     static func isLoopback(_ host: String) -> Bool {

@@ -61,8 +61,11 @@ public final class TLSContext: @unchecked Sendable {
         // storage may have moved; tell OpenSSL that is fine.
         _ = ctls_SSL_CTX_set_mode(sslContext, Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
         if config.role == .server {
-            // The tunnel is one long-lived connection: no resumption, so no tickets.
+            // The tunnel is one long-lived connection: no resumption, so no tickets
+            // (TLS 1.3: none sent after the handshake; TLS 1.2: none in it).
+            // A ticket would only be a copy of the session keys, sealed with a key that lives as long as this process.
             _ = SSL_CTX_set_num_tickets(sslContext, 0)
+            _ = SSL_CTX_set_options(sslContext, ctls_no_ticket_option())
             _ = ctls_SSL_CTX_set_session_cache_mode(sslContext, Int(SSL_SESS_CACHE_OFF))
         }
     }
@@ -116,6 +119,7 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     private func usePrivateKey(_ source: TLSConfiguration.PEMSource) throws(TLSError) {
+        if case .file(let path) = source { try PrivateKeyFile.checkPermissions(path) }
         let (bytes, origin) = try Self.read(source, what: "private key")
         let context = sslContext
         try MemoryBIO.withReadOnly(bytes) { bio throws(TLSError) in

@@ -5,8 +5,11 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-/// A minimal IPv4/UDP packet from `source` to `destination`.
-func ipv4Packet(from source: String, to destination: String, payload: Int = 8) -> ByteBuffer {
+/// A minimal IPv4 packet from `source` to `destination`: UDP (17) with
+/// `destinationPort` unless another protocol is given; the rest is zeros.
+func ipv4Packet(
+    from source: String, to destination: String, payload: Int = 8, protocolNumber: UInt8 = 17, destinationPort: UInt16 = 0
+) -> ByteBuffer {
     var packet = ByteBuffer()
     let total = 20 + 8 + payload
     packet.writeInteger(UInt8(0x45))
@@ -14,11 +17,13 @@ func ipv4Packet(from source: String, to destination: String, payload: Int = 8) -
     packet.writeInteger(UInt16(total))
     packet.writeInteger(UInt32(0))
     packet.writeInteger(UInt8(64))
-    packet.writeInteger(UInt8(17))
+    packet.writeInteger(protocolNumber)
     packet.writeInteger(UInt16(0))
     packet.writeInteger(IPv4Address(source)?.rawValue ?? 0)
     packet.writeInteger(IPv4Address(destination)?.rawValue ?? 0)
-    packet.writeRepeatingByte(0, count: 8 + payload)
+    packet.writeInteger(UInt16(40000))
+    packet.writeInteger(destinationPort)
+    packet.writeRepeatingByte(0, count: 4 + payload)
     return packet
 }
 
@@ -36,11 +41,11 @@ struct IPLayerTests {
 
     static func start(
         pool start: String = "10.90.0.2", _ end: String = "10.90.0.254", leaseFile: LeaseFile? = nil,
-        authentication: TunnelServer.Settings.Authentication? = nil
+        authentication: TunnelServer.Settings.Authentication? = nil, policy: DestinationPolicy = .allowAll
     ) async throws -> (RawServerFixture, InMemoryPacketFlow, ServerIPLayer) {
         let device = InMemoryPacketFlow()
         let configuration = try configuration(start, end)
-        let router = PacketRouter(device: device, logger: TunnelFixture.logger)
+        let router = PacketRouter(device: device, policy: policy, logger: TunnelFixture.logger)
         let layer = ServerIPLayer(pool: try AddressPool(range: configuration.pool, file: leaseFile), router: router, configuration: configuration)
         let fixture = try await RawServerFixture.start {
             $0.opener.ipLayer = layer

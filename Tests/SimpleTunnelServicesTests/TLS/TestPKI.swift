@@ -33,8 +33,14 @@ struct TestPKI {
             ("wrong-host", wrongHostServer), ("client", client), ("other-client", clientFromOtherCA),
         ] {
             try Data(identity.certificatePEM).write(to: URL(fileURLWithPath: certificatePath(name)))
-            try Data(identity.privateKeyPEM).write(to: URL(fileURLWithPath: keyPath(name)))
+            try Self.writeKey(identity.privateKeyPEM, to: keyPath(name))
         }
+    }
+
+    /// Keys are private to their owner, as the server and client insist.
+    static func writeKey(_ pem: [UInt8], to path: String) throws {
+        try Data(pem).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
     }
 
     /// Another client certificate from the test CA, for `name` (also its common name); returns `name` for the paths.
@@ -43,7 +49,7 @@ struct TestPKI {
         guard !FileManager.default.fileExists(atPath: certificatePath(name)) else { return name }
         let identity = try CertificateMaker.make(.init(commonName: name, issuer: ca))
         try Data(identity.certificatePEM).write(to: URL(fileURLWithPath: certificatePath(name)))
-        try Data(identity.privateKeyPEM).write(to: URL(fileURLWithPath: keyPath(name)))
+        try Self.writeKey(identity.privateKeyPEM, to: keyPath(name))
         return name
     }
 

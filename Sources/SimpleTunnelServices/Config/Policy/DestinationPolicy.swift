@@ -19,6 +19,14 @@ import NIOCore
 /// that address is denied (`Deny 10.0.0.0/8` refuses `db.internal` when it
 /// resolves to 10.1.2.3). IPv4-mapped IPv6 addresses (`::ffff:10.1.2.3`) are
 /// judged as the IPv4 address they carry; name rules never match an IP literal.
+/// An address that reaches loopback (0.0.0.0/8, `::`) is judged both as
+/// itself and as that loopback address (`IPAddress.loopbackAlias`).
+///
+/// ## Default denials
+/// `defaultDenyRules` (on a public listener, `publicListenerDefaultDenials`)
+/// are checked after `Deny` and before `Allow`: a destination they match is
+/// refused unless an `Allow` *address* rule matches it too. Name rules and
+/// `*` never open them, since a name can be made to point anywhere.
 ///
 /// ## Two stages
 /// Because a name can resolve to a forbidden address, callers ask twice:
@@ -32,13 +40,16 @@ import NIOCore
 public struct DestinationPolicy: Sendable, Hashable {
     public var allowRules: [DestinationRule]
     public var denyRules: [DestinationRule]
+    /// Refused unless an Allow address rule opens them (see "Default denials").
+    public var defaultDenyRules: [DestinationRule]
 
     /// No rules: everything is allowed.
     public static let allowAll = DestinationPolicy(allowRules: [], denyRules: [])
 
-    public init(allowRules: [DestinationRule], denyRules: [DestinationRule]) {
+    public init(allowRules: [DestinationRule], denyRules: [DestinationRule], defaultDenyRules: [DestinationRule] = []) {
         self.allowRules = allowRules
         self.denyRules = denyRules
+        self.defaultDenyRules = defaultDenyRules
     }
 
     /// Parses both lists; the first bad rule is reported.
@@ -74,18 +85,32 @@ public struct DestinationPolicy: Sendable, Hashable {
     /// Stage 2, for each address `requestedHost` resolved to: the final verdict.
     public func decision(forAddress address: IPAddress, port: Int, requestedHost: String) -> PolicyDecision {
         let address = address.unmapped
+        let alias = address.loopbackAlias
         let name = Self.literalAddress(requestedHost) == nil ? HostName.normalised(requestedHost) : nil
-        func matches(_ rule: DestinationRule) -> Bool {
-            rule.matches(address: address, port: port) || (name.map { rule.matches(hostName: $0, port: port) } ?? false)
+        func matchesAddress(_ rule: DestinationRule) -> Bool {
+            rule.matches(address: address, port: port) || (alias.map { rule.matches(address: $0, port: port) } ?? false)
         }
-        let destination = name.map { "\(address) port \(port) (resolved from \($0))" } ?? "\(address) port \(port)"
+        func matches(_ rule: DestinationRule) -> Bool {
+            matchesAddress(rule) || (name.map { rule.matches(hostName: $0, port: port) } ?? false)
+        }
+        // Built only for a refusal: UDP asks once per datagram.
+        func destination() -> String {
+            let reached = alias.map { " (which reaches \($0))" } ?? ""
+            return (name.map { "\(address) port \(port) (resolved from \($0))" } ?? "\(address) port \(port)") + reached
+        }
         if let rule = denyRules.first(where: matches) {
-            return .refused(reason: "Deny rule \(rule.text.debugDescription) matches \(destination)")
+            return .refused(reason: "Deny rule \(rule.text.debugDescription) matches \(destination())")
+        }
+        if let rule = defaultDenyRules.first(where: matchesAddress),
+           !allowRules.contains(where: { $0.isAddressRule && matchesAddress($0) }) {
+            let example = TunnelEndpoint(host: address.description, port: port)
+            return .refused(reason: "\(destination()) is in \(rule.text), refused by default on a public listener; "
+                + "an Allow address rule such as --allow \(example) opens it")
         }
         if allowRules.isEmpty || allowRules.contains(where: matches) {
             return .allowed
         }
-        return .refused(reason: "no Allow rule matches \(destination)")
+        return .refused(reason: "no Allow rule matches \(destination())")
     }
 
     /// Stage 2 for a resolved socket address, whose port is the destination port.

@@ -10,6 +10,8 @@ public struct ServerIPLayerOptions: Sendable {
     public var mtu = 1400
     /// Where the addresses of known clients are remembered across restarts; nil: in memory only.
     public var leaseFile: LeaseFile?
+    /// Which destinations clients' packets may have: its Deny rules and default denials apply.
+    public var destinationPolicy = DestinationPolicy.allowAll
 
     public init() {}
 }
@@ -68,7 +70,7 @@ extension ServerIPLayer {
             device.close()
             throw error
         }
-        let router = PacketRouter(device: device, metrics: metrics, logger: logger)
+        let router = PacketRouter(device: device, policy: options.destinationPolicy, metrics: metrics, logger: logger)
         router.start(on: eventLoop)
         let layer = ServerIPLayer(pool: addressPool, router: router, configuration: configuration, metrics: metrics)
         logger.notice(

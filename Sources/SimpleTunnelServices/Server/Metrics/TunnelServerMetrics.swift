@@ -15,6 +15,8 @@ public struct TunnelServerMetrics: Sendable {
 
     enum DroppedPacketReason: String, CaseIterable {
         case spoofed, notIPv4 = "not_ipv4", unroutable, congested
+        /// A client's packet to a destination the policy refuses.
+        case policy
     }
 
     public init(factory: MetricsFactory = MetricsSystem.factory) {

@@ -1,0 +1,45 @@
+import NIOCore
+import Testing
+@testable import SimpleTunnelServices
+
+/// The policy as a client meets it: TCP opens through a real server to a
+/// real listener on the server's loopback, names resolved by the system.
+@Suite("Destination policy on real sockets: the server's loopback")
+struct DestinationPolicySocketTests {
+    /// The result of opening each host at the fixture's echo port, under `policy`.
+    static func results(_ policy: DestinationPolicy, hosts: [String]) async throws -> [String: TunnelConnectionOpenResult] {
+        let fixture = try await RawServerFixture.start { settings in
+            settings.opener.resolver = HostResolver()
+            settings.opener.authorizer = policy
+        }
+        let peer = try await fixture.peer()
+        var results: [String: TunnelConnectionOpenResult] = [:]
+        for (index, host) in hosts.enumerated() {
+            results[host] = try await ServerProtocolTests().open(peer, Int64(index + 1), host, fixture.echoPort)
+        }
+        await peer.close()
+        await fixture.stop()
+        return results
+    }
+
+    static func all(_ hosts: [String], _ result: TunnelConnectionOpenResult) -> [String: TunnelConnectionOpenResult] {
+        Dictionary(uniqueKeysWithValues: hosts.map { ($0, result) })
+    }
+
+    @Test func aPublicListenersDefaultRefusesEverySpellingOfLoopbackAndAllowOpensThem() async throws {
+        let hosts = ["127.0.0.1", "0.0.0.0", "0", "localhost"]
+        let publicDefault = DestinationPolicy.allowAll.withPublicListenerDefaults()
+        #expect(try await Self.results(publicDefault, hosts: hosts) == Self.all(hosts, .refused))
+        // Opened, the same spellings reach the service: the refusals above were the policy's, not the socket's.
+        let opened = try DestinationPolicy(allow: ["127.0.0.1", "*"], deny: []).withPublicListenerDefaults()
+        #expect(try await Self.results(opened, hosts: hosts) == Self.all(hosts, .success))
+    }
+
+    @Test func denyingLoopbackRefusesZeroAndTheUnspecifiedAddress() async throws {
+        let hosts = ["0.0.0.0", "0", "::ffff:0.0.0.0"]
+        // Without the rule each of them reaches the echo server on 127.0.0.1.
+        #expect(try await Self.results(.allowAll, hosts: hosts) == Self.all(hosts, .success))
+        let policy = try DestinationPolicy(allow: [], deny: ["127.0.0.0/8", "[::1]"])
+        #expect(try await Self.results(policy, hosts: hosts) == Self.all(hosts, .refused))
+    }
+}

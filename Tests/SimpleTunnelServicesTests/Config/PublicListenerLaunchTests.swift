@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+@testable import SimpleTunnelServices
+
+@Suite("Server launch: the default destination policy follows the listener")
+struct PublicListenerLaunchTests {
+    /// A public listener needs client authentication: a users file will do.
+    static func prepare(host: String, allow: [String] = [], resolvConf: String? = nil) throws -> TunnelServerLaunch {
+        let directory = NSTemporaryDirectory() + "public-launch-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var database = UserDatabase()
+        database.set("alice", hash: try PasswordHash(password: "a", iterations: PasswordHash.minimumIterations))
+        try database.write(to: directory + "/users")
+        var options = TunnelServerLaunchOptions()
+        options.host = host
+        options.allow = allow
+        options.usersPath = directory + "/users"
+        options.stateDirectory = directory + "/state"
+        return try TunnelServerLaunch.prepare(options, resolvConf: resolvConf)
+    }
+
+    @Test(arguments: ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"])
+    func aLoopbackListenerKeepsTodaysDefault(host: String) throws {
+        let launch = try Self.prepare(host: host)
+        #expect(launch.policy.defaultDenyRules.isEmpty)
+        #expect(launch.settings.opener.authorizer.refusal(forHost: "127.0.0.1", port: 8080) == nil)
+        #expect(launch.policyNote.contains("listening on loopback"), "\(launch.policyNote)")
+    }
+
+    @Test(arguments: ["0.0.0.0", "::", "192.0.2.1", "tunnel.example.com"])
+    func aPublicListenerRefusesTheServersOwnServices(host: String) throws {
+        let launch = try Self.prepare(host: host)
+        let authorizer = launch.settings.opener.authorizer
+        #expect(authorizer.refusal(forHost: "127.0.0.1", port: 8080) != nil)
+        #expect(authorizer.refusal(forHost: "0.0.0.0", port: 8080) != nil)
+        #expect(authorizer.refusal(forHost: "169.254.169.254", port: 80) != nil)
+        #expect(authorizer.refusal(forHost: "203.0.113.7", port: 443) == nil)
+        #expect(launch.policy == DestinationPolicy.allowAll.withPublicListenerDefaults())
+        #expect(launch.policyNote.contains("may not reach this machine's loopback"), "\(launch.policyNote)")
+    }
+
+    @Test func allowOpensOneLoopbackServiceOnAPublicListener() throws {
+        let launch = try Self.prepare(host: "0.0.0.0", allow: ["127.0.0.1:5432", "*"])
+        let authorizer = launch.settings.opener.authorizer
+        #expect(authorizer.refusal(forHost: "127.0.0.1", port: 5432) == nil)
+        #expect(authorizer.refusal(forHost: "127.0.0.1", port: 22) != nil)
+        #expect(authorizer.refusal(forHost: "example.com", port: 443) == nil)
+    }
+
+    @Test func aDNSServerThePolicyDropsIsWarnedAbout() throws {
+        // GCP's resolver is its metadata server.
+        let resolvConf = "nameserver 169.254.169.254\nnameserver 10.0.0.53\n"
+        let publicLaunch = try Self.prepare(host: "0.0.0.0", resolvConf: resolvConf)
+        #expect(publicLaunch.warnings.count == 1)
+        #expect(publicLaunch.warnings.first?.contains("--allow 169.254.169.254:53") == true, "\(publicLaunch.warnings)")
+        #expect(try Self.prepare(host: "0.0.0.0", allow: ["169.254.169.254:53"], resolvConf: resolvConf).warnings.isEmpty)
+        #expect(try Self.prepare(host: "127.0.0.1", resolvConf: resolvConf).warnings.isEmpty)
+    }
+}
