@@ -14,6 +14,8 @@ public protocol FlowEndpoint: AnyObject {
     func shutdownOutput()
     /// Closes the socket once everything written has gone.
     func close()
+    /// Closes now, discarding unsent data: RST for TCP.
+    func abort()
     /// IP packets from the peer (IP flows only; others ignore them).
     func writePackets(_ packets: [TunnelPacket])
 }
@@ -78,4 +80,7 @@ public protocol FlowEventSink: AnyObject {
 extension FlowEndpoint {
     /// IP packets from the peer; only an IP flow's endpoint carries them.
     public func writePackets(_ packets: [TunnelPacket]) {}
+
+    /// Endpoints with nothing left to send (datagrams, packets) simply close.
+    public func abort() { close() }
 }
