@@ -23,9 +23,10 @@ struct StreamFlowEndpointCloseTests {
             .get()
     }
 
-    static func onEndpoint(_ channel: Channel, _ body: @escaping @Sendable (StreamFlowEndpoint) -> Void) async throws {
+    @discardableResult
+    static func onEndpoint<Result: Sendable>(_ channel: Channel, _ body: @escaping @Sendable (StreamFlowEndpoint) throws -> Result) async throws -> Result {
         try await channel.eventLoop.submit {
-            body(try channel.pipeline.syncOperations.handler(type: StreamFlowEndpoint.self))
+            try body(try channel.pipeline.syncOperations.handler(type: StreamFlowEndpoint.self))
         }.get()
     }
 
@@ -40,49 +41,48 @@ struct StreamFlowEndpointCloseTests {
         return false
     }
 
-    @Test func abortResetsTheConnection() async throws {
+    /// How a destination saw its connection end after `body` ran on the flow's endpoint.
+    static func ending(after body: @escaping @Sendable (StreamFlowEndpoint) throws -> Void) async throws -> EndingRecorder.Ending? {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let recorder = EndingRecorder()
         let destination = try await recorder.listen(group: group)
-        let flow = try await Self.connectFlow(to: destination.localAddress?.port ?? 0, drainTimeout: .seconds(30), group: group)
+        let flow = try await connectFlow(to: destination.localAddress?.port ?? 0, drainTimeout: .seconds(30), group: group)
         try await recorder.waitForConnection()
-        try await Self.onEndpoint(flow) { endpoint in
+        try await onEndpoint(flow, body)
+        let ending = try await recorder.ending()
+        try await destination.close()
+        try await group.shutdownGracefully()
+        return ending
+    }
+
+    @Test func abortResetsTheConnection() async throws {
+        let ending = try await Self.ending { endpoint in
             endpoint.write(ByteBuffer(string: "unsent"), to: nil)
             endpoint.abort()
         }
-        try await flow.closeFuture.get()
-        #expect(try await recorder.ending() == .reset)
-        try await destination.close()
-        try await group.shutdownGracefully()
+        #expect(ending == .reset)
     }
 
     @Test func closeEndsCleanlyWhenEverythingWasSent() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let recorder = EndingRecorder()
-        let destination = try await recorder.listen(group: group)
-        let flow = try await Self.connectFlow(to: destination.localAddress?.port ?? 0, drainTimeout: .seconds(30), group: group)
-        try await recorder.waitForConnection()
-        try await Self.onEndpoint(flow) { endpoint in
+        let ending = try await Self.ending { endpoint in
             endpoint.write(ByteBuffer(string: "all of it"), to: nil)
             endpoint.flush()
             endpoint.close()
         }
-        #expect(try await recorder.ending() == .finished(bytes: 9))
-        try await destination.close()
-        try await group.shutdownGracefully()
+        #expect(ending == .finished(bytes: 9))
     }
 
     @Test func aDestinationThatNeverReadsIsResetAfterTheDrainLimit() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let destination = try await DestinationServers.nonReading(group: group)
         let flow = try await Self.connectFlow(to: destination.localAddress?.port ?? 0, drainTimeout: .seconds(1), group: group)
-        try await Self.onEndpoint(flow) { endpoint in
+        let buffered = try await Self.onEndpoint(flow) { endpoint in
             // More than the kernel's buffers on both sides take: some stays in NIO's.
             endpoint.write(ByteBuffer(repeating: 1, count: 12 << 20), to: nil)
             endpoint.flush()
-            endpoint.close()
+            defer { endpoint.close() }
+            return try flow.syncOptions?.getOption(.bufferedWritableBytes) ?? 0
         }
-        let buffered = try await flow.eventLoop.submit { try flow.syncOptions?.getOption(.bufferedWritableBytes) ?? 0 }.get()
         #expect(buffered > 0, "everything fit in the kernel's buffers: the test proves nothing")
         // Without the limit the socket would wait for the destination (until
         // TCP_USER_TIMEOUT gives up on its zero window, 110 s).

@@ -33,6 +33,16 @@ struct FlowSocketLimitsTests {
         return false
     }
 
+    /// A server with `budget`, and a destination that never reads.
+    static func start(budget: FlowSocketBudget, drainTimeout: TimeAmount) async throws -> (RawServerFixture, sinkPort: Int, sink: Channel) {
+        let fixture = try await RawServerFixture.start {
+            $0.opener.socketBudget = budget
+            $0.opener.drainTimeout = drainTimeout
+        }
+        let sink = try await DestinationServers.nonReading(group: fixture.group)
+        return (fixture, sink.localAddress?.port ?? 0, sink)
+    }
+
     @Test func aTunnelPastItsShareIsRefusedAndAnotherTunnelStillGetsFlows() async throws {
         let budget = FlowSocketBudget(serverLimit: 4, tunnelShare: 2)
         let fixture = try await RawServerFixture.start { $0.opener.socketBudget = budget }
@@ -58,12 +68,8 @@ struct FlowSocketLimitsTests {
 
     @Test func aClosedFlowWhoseDestinationNeverReadsCountsUntilItIsResetAfterTheDrainLimit() async throws {
         let budget = FlowSocketBudget(serverLimit: 10, tunnelShare: 2)
-        let fixture = try await RawServerFixture.start {
-            $0.opener.socketBudget = budget
-            $0.opener.drainTimeout = .seconds(5)
-        }
-        let sink = try await DestinationServers.nonReading(group: fixture.group)
-        let sinkPort = sink.localAddress?.port ?? 0
+        // Long enough that a loaded machine answers the checks below before it ends.
+        let (fixture, sinkPort, sink) = try await Self.start(budget: budget, drainTimeout: .seconds(10))
         let peer = try await fixture.peer()
         #expect(try await Self.open(peer, 1, port: sinkPort) == .success)
         // More than the kernel's buffers take, then close: the rest waits in the server.
@@ -84,14 +90,10 @@ struct FlowSocketLimitsTests {
 
     @Test func aClosedTunnelLeavesNoFlowSocketOpen() async throws {
         let budget = FlowSocketBudget(serverLimit: 100, tunnelShare: 50)
-        let fixture = try await RawServerFixture.start {
-            $0.opener.socketBudget = budget
-            $0.opener.drainTimeout = .seconds(2)
-        }
-        let sink = try await DestinationServers.nonReading(group: fixture.group)
+        let (fixture, sinkPort, sink) = try await Self.start(budget: budget, drainTimeout: .seconds(2))
         let peer = try await fixture.peer()
         for identifier in Int64(1)...3 {
-            #expect(try await Self.open(peer, identifier, port: sink.localAddress?.port ?? 0) == .success)
+            #expect(try await Self.open(peer, identifier, port: sinkPort) == .success)
             try await peer.sendData(ByteBuffer(repeating: 7, count: 8 << 20), for: identifier)
         }
         #expect(try await Self.open(peer, 4, port: fixture.echoPort) == .success)
