@@ -63,7 +63,11 @@ public final class FlowSocketBudget: Sendable {
     public var socketsInUse: Int { state.withLockedValue { $0.inUse } }
 
     /// One tunnel's account against this budget; its sockets outlive the tunnel.
-    func makeAccount() -> FlowSocketAccount { FlowSocketAccount(budget: self) }
+    func makeAccount() -> FlowSocketAccount { FlowSocketAccount(budget: self, share: tunnelShare) }
+
+    /// An account held to the server's limit only, for sockets that tunnels
+    /// share a cap of their own on (DNS queries, see `DNSForwarder`).
+    public func makeServerAccount() -> FlowSocketAccount { FlowSocketAccount(budget: self, share: serverLimit) }
 
     fileprivate func take() -> Bool {
         state.withLockedValue { state in
@@ -100,20 +104,27 @@ enum FlowSocketRefusal: Error, Equatable, CustomStringConvertible {
 }
 
 /// One tunnel's flow sockets: its share of the server's budget.
-final class FlowSocketAccount: Sendable {
+public final class FlowSocketAccount: Sendable {
     let budget: FlowSocketBudget
+    let share: Int
     private let held = NIOLockedValueBox(0)
 
-    fileprivate init(budget: FlowSocketBudget) {
+    fileprivate init(budget: FlowSocketBudget, share: Int) {
         self.budget = budget
+        self.share = share
     }
 
     var socketsInUse: Int { held.withLockedValue { $0 } }
 
+    /// A server-wide account's share is the server's limit.
+    private var shareRefusal: FlowSocketRefusal {
+        share == budget.serverLimit ? .serverLimit(share) : .tunnelShare(share)
+    }
+
     /// A ticket for one socket, to release once the socket is closed.
     func acquire() -> Result<FlowSocketTicket, FlowSocketRefusal> {
         held.withLockedValue { held in
-            guard held < budget.tunnelShare else { return .failure(.tunnelShare(budget.tunnelShare)) }
+            guard held < share else { return .failure(shareRefusal) }
             guard budget.take() else { return .failure(.serverLimit(budget.serverLimit)) }
             held += 1
             return .success(FlowSocketTicket(account: self))
@@ -123,7 +134,7 @@ final class FlowSocketAccount: Sendable {
     /// Why a socket would not be granted now, without taking one.
     func refusal() -> FlowSocketRefusal? {
         held.withLockedValue { held in
-            if held >= budget.tunnelShare { return .tunnelShare(budget.tunnelShare) }
+            if held >= share { return shareRefusal }
             if budget.socketsInUse >= budget.serverLimit { return .serverLimit(budget.serverLimit) }
             return nil
         }

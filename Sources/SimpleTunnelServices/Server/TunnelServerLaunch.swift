@@ -96,7 +96,8 @@ public struct TunnelServerLaunch: Sendable {
         settings.opener.socketBudget = budget
         settings.opener.authorizer = server.policy
         settings.clientConfiguration = configuration.configurationForFetch()
-        settings.dns = DNSForwarder(resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)))
+        settings.dns = DNSForwarder(
+            resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)), sockets: settings.opener.socketBudget.makeServerAccount())
 
         if let usersPath = options.usersPath {
             do {

@@ -131,4 +131,26 @@ struct FlowSocketLimitsTests {
         try await echo.close()
         await fixture.stop()
     }
+
+    @Test func dnsQuerySocketsCountAgainstTheServer() async throws {
+        let budget = FlowSocketBudget(serverLimit: 1, tunnelShare: 1)
+        let silent = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let resolver = try #require(silent.localAddress)
+        let fixture = try await RawServerFixture.start {
+            $0.opener.socketBudget = budget
+            $0.dns = DNSForwarder(resolver: resolver, timeout: .seconds(2), sockets: budget.makeServerAccount())
+        }
+        let peer = try await fixture.peer()
+        let query = ByteBuffer(hex: "beef 0100 0001 0000 0000 0000 07 6578616d706c65 03 636f6d 00 0001 0001")
+        try await peer.send(.dns(identifier: 5, packet: query))
+        try await Self.barrier(peer)
+        #expect(try await Self.waitUntil(budget, holds: 1))
+        #expect(try await Self.open(peer, 1, port: fixture.echoPort) == .refused)
+        // The unanswered query gives its socket back at its timeout.
+        #expect(try await Self.waitUntil(budget, holds: 0))
+        #expect(try await Self.open(peer, 2, port: fixture.echoPort) == .success)
+        await peer.close()
+        try await silent.close()
+        await fixture.stop()
+    }
 }
