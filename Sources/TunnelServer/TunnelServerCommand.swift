@@ -92,6 +92,14 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("udp-idle-timeout"), help: "Seconds after which an idle UDP flow closes. Default 60.")
     var udpIdleTimeout: Double?
 
+    @Option(
+        name: .customLong("max-flow-sockets"),
+        help: "Flow sockets of all tunnels together, draining ones included; one tunnel gets a quarter. Default: what the open-file limit leaves.")
+    var maximumFlowSockets: Int?
+
+    @Option(name: .customLong("flow-drain-timeout"), help: "Seconds a closed TCP flow's unsent data may drain before its socket is reset. Default 30.")
+    var flowDrainTimeout: Double?
+
     @Option(help: "Serve Prometheus metrics at http://ADDR:PORT/metrics (off by default).")
     var metrics: String?
 
@@ -165,10 +173,18 @@ struct Serve: AsyncParsableCommand {
         options.udpIdleTimeout = udpIdleTimeout
         options.usersPath = users
         options.idleTimeout = idleTimeout
+        options.maximumFlowSockets = maximumFlowSockets
+        options.flowDrainTimeout = flowDrainTimeout
 
+        // Every tunnel and flow is a descriptor; the usual soft limit of 1024 is far too few.
+        let openFiles = OpenFileLimit.raiseSoftLimitToHardLimit()
+        if let openFiles {
+            logger.info("open-file limit \(openFiles.after.soft)", metadata: ["was": "\(openFiles.before.soft)", "hard": "\(openFiles.after.hard)"])
+        }
         let launch: TunnelServerLaunch
         do {
-            launch = try TunnelServerLaunch.prepare(options, resolvConf: ResolverConfiguration.readSystemResolvConf())
+            launch = try TunnelServerLaunch.prepare(
+                options, resolvConf: ResolverConfiguration.readSystemResolvConf(), openFileLimit: openFiles?.after.soft ?? 1024)
         } catch {
             logger.critical("cannot start: \(error)")
             throw ExitCode(2)
@@ -177,6 +193,8 @@ struct Serve: AsyncParsableCommand {
         for warning in launch.warnings {
             logger.warning("\(warning)")
         }
+        let budget = launch.settings.opener.socketBudget
+        logger.info("flow sockets: at most \(budget.serverLimit), \(budget.tunnelShare) per tunnel")
         var settings = launch.settings
         var metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)?
         if let metrics {

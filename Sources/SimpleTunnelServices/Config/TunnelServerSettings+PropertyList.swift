@@ -26,7 +26,8 @@ extension TunnelServerSettings {
 
 extension TunnelServerSettings.Limits {
     static let knownKeys = [
-        "FlowsPerTunnel", "Tunnels", "FirstMessageTimeout", "ConnectTimeout", "UDPIdleTimeout", "UDPFlowsPerTunnel",
+        "FlowsPerTunnel", "Tunnels", "FirstMessageTimeout", "ConnectTimeout", "UDPIdleTimeout", "UDPFlowsPerTunnel", "FlowSockets",
+        "FlowDrainTimeout",
     ]
     /// Far above any sensible value, low enough that arithmetic on it cannot overflow.
     static let maximumCount = 1 << 24
@@ -45,6 +46,8 @@ extension TunnelServerSettings.Limits {
         if let node = limits.optional("UDPFlowsPerTunnel") {
             udpFlowsPerTunnel = try node.positiveInteger(maximum: Self.maximumCount)
         }
+        if let node = limits.optional("FlowSockets") { flowSockets = try node.positiveInteger(maximum: Self.maximumCount) }
+        if let node = limits.optional("FlowDrainTimeout") { flowDrainTimeout = try node.seconds(maximum: Self.maximumSeconds) }
     }
 }
 

@@ -53,6 +53,11 @@ public struct TunnelServerSettings: Sendable, Hashable {
         public var udpIdleTimeout: Duration
         /// UDP flows in one tunnel, each holding a socket (`UDPFlowsPerTunnel`).
         public var udpFlowsPerTunnel: Int
+        /// Flow sockets of all tunnels together (`FlowSockets`); nil = what the
+        /// open-file limit leaves (see `FlowSocketBudget`), which also caps a value given.
+        public var flowSockets: Int?
+        /// How long a closed TCP flow's unsent data may drain before the socket is reset (`FlowDrainTimeout`).
+        public var flowDrainTimeout: Duration
 
         /// Defaults are the runtime's own, so a key left out means what no configuration means.
         public init(
@@ -61,7 +66,9 @@ public struct TunnelServerSettings: Sendable, Hashable {
             firstMessageTimeout: Duration = .nanoseconds(TunnelServer.Settings().firstMessageTimeout.nanoseconds),
             connectTimeout: Duration = .nanoseconds(ServerFlowOpener.Settings().connectTimeout.nanoseconds),
             udpIdleTimeout: Duration = .nanoseconds(TunnelMultiplexer.Limits().udpIdleTimeout.nanoseconds),
-            udpFlowsPerTunnel: Int = TunnelMultiplexer.Limits().maximumUDPFlows
+            udpFlowsPerTunnel: Int = TunnelMultiplexer.Limits().maximumUDPFlows,
+            flowSockets: Int? = nil,
+            flowDrainTimeout: Duration = .nanoseconds(StreamFlowEndpoint.defaultDrainTimeout.nanoseconds)
         ) {
             self.flowsPerTunnel = flowsPerTunnel
             self.tunnels = tunnels
@@ -69,6 +76,8 @@ public struct TunnelServerSettings: Sendable, Hashable {
             self.connectTimeout = connectTimeout
             self.udpIdleTimeout = udpIdleTimeout
             self.udpFlowsPerTunnel = udpFlowsPerTunnel
+            self.flowSockets = flowSockets
+            self.flowDrainTimeout = flowDrainTimeout
         }
     }
 }

@@ -12,9 +12,11 @@ public struct DNSForwarder: Sendable {
         case timedOut(SocketAddress)
         case malformedQuery
         case tooManyQueries(Int)
+        case noSocket(String)
 
         public var description: String {
             switch self {
+            case .noSocket(let reason): return "no socket for the query: \(reason)"
             case .tooManyQueries(let limit): return "\(limit) DNS queries of this tunnel are already waiting for the resolver"
             case .noResolver: return "no DNS resolver is configured on the server"
             case .timedOut(let resolver): return "the resolver \(TunnelEndpoint(resolver)) did not answer in time"
@@ -25,10 +27,14 @@ public struct DNSForwarder: Sendable {
 
     public var resolver: SocketAddress?
     public var timeout: TimeAmount
+    /// Each query's socket counts against the server's flow sockets (every
+    /// tunnel may have 64 queries waiting); nil counts nothing.
+    public var sockets: FlowSocketAccount?
 
-    public init(resolver: SocketAddress?, timeout: TimeAmount = .seconds(5)) {
+    public init(resolver: SocketAddress?, timeout: TimeAmount = .seconds(5), sockets: FlowSocketAccount? = nil) {
         self.resolver = resolver
         self.timeout = timeout
+        self.sockets = sockets
     }
 
     /// The first `nameserver` of resolv.conf text, port 53.
@@ -49,6 +55,13 @@ public struct DNSForwarder: Sendable {
         guard let transaction = query.getInteger(at: query.readerIndex, as: UInt16.self) else {
             return eventLoop.makeFailedFuture(Failure.malformedQuery)
         }
+        var ticket: FlowSocketTicket?
+        if let sockets {
+            switch sockets.acquire() {
+            case .success(let granted): ticket = granted
+            case .failure(let refusal): return eventLoop.makeFailedFuture(Failure.noSocket(refusal.description))
+            }
+        }
         let promise = eventLoop.makePromise(of: ByteBuffer.self)
         let source = TunnelEndpoint(resolver).description
         DatagramBootstrap(group: eventLoop).readingWholeDatagrams()
@@ -58,9 +71,10 @@ public struct DNSForwarder: Sendable {
                 }
             }
             .connect(to: resolver)
-            .whenComplete { result in
+            .whenComplete { [ticket] result in
                 switch result {
                 case .success(let channel):
+                    ticket?.release(whenClosed: channel)
                     channel.writeAndFlush(AddressedEnvelope(remoteAddress: resolver, data: query), promise: nil)
                     let timer = channel.eventLoop.scheduleTask(in: timeout) {
                         promise.fail(Failure.timedOut(resolver))
@@ -70,6 +84,7 @@ public struct DNSForwarder: Sendable {
                         channel.close(promise: nil)
                     }
                 case .failure(let error):
+                    ticket?.release()
                     promise.fail(error)
                 }
             }

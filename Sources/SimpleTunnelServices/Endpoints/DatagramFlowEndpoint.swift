@@ -13,7 +13,11 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
     private let eventLoop: EventLoop
     private let resolver: any NameResolver
     private let authorizer: any DestinationAuthorizer
+    /// The tunnel's flow sockets, each bound socket counted until it is closed.
+    private let socketAccount: FlowSocketAccount?
     private let logger: Logger
+    /// Drops happen per datagram, as fast as a peer sends them.
+    private var dropLog = LogRateLimiter()
 
     private var sockets: [AddressFamily: DatagramSocket] = [:]
     private var names = DatagramNameTable()
@@ -33,6 +37,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         eventLoop: EventLoop,
         resolver: any NameResolver,
         authorizer: any DestinationAuthorizer,
+        sockets: FlowSocketAccount? = nil,
         logger: Logger
     ) {
         self.identifier = identifier
@@ -40,6 +45,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         self.eventLoop = eventLoop
         self.resolver = resolver
         self.authorizer = authorizer
+        self.socketAccount = sockets
         self.logger = logger
     }
 
@@ -122,7 +128,15 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
             return drop(TunnelEndpoint(host: requestedHost, port: address.port ?? 0), reason: refusal)
         }
         let family: AddressFamily = address.protocol == .inet6 ? .v6 : .v4
-        let socket = sockets[family] ?? bind(family)
+        let socket: DatagramSocket
+        if let existing = sockets[family] {
+            socket = existing
+        } else {
+            switch bind(family) {
+            case .success(let bound): socket = bound
+            case .failure(let refusal): return drop(TunnelEndpoint(host: requestedHost, port: address.port ?? 0), reason: refusal.description)
+            }
+        }
         if let channel = socket.channel {
             channel.write(AddressedEnvelope(remoteAddress: address, data: data), promise: nil)
         } else if socket.waiting.count < Self.maximumWaiting {
@@ -130,7 +144,14 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         }
     }
 
-    private func bind(_ family: AddressFamily) -> DatagramSocket {
+    private func bind(_ family: AddressFamily) -> Result<DatagramSocket, FlowSocketRefusal> {
+        var ticket: FlowSocketTicket?
+        if let socketAccount {
+            switch socketAccount.acquire() {
+            case .success(let granted): ticket = granted
+            case .failure(let refusal): return .failure(refusal)
+            }
+        }
         let socket = DatagramSocket()
         sockets[family] = socket
         let gate = DatagramReadGate(identifier: identifier, sink: sink, reading: readingEnabled)
@@ -148,6 +169,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
                 guard let self else { return }
                 switch result {
                 case .success(let channel):
+                    ticket?.release(whenClosed: channel)
                     guard !self.closed else {
                         channel.close(promise: nil)
                         return
@@ -159,19 +181,24 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
                     socket.waiting.removeAll()
                     channel.flush()
                 case .failure(let error):
+                    ticket?.release()
                     self.logger.notice("cannot bind a UDP socket", metadata: ["flow": "\(self.identifier)", "reason": "\(error)"])
                     socket.waiting.removeAll()
                     // Forgotten, so the next datagram of this family tries again instead of waiting forever.
                     if self.sockets[family] === socket { self.sockets[family] = nil }
                 }
             }
-        return socket
+        return .success(socket)
     }
 
     private func drop(_ destination: TunnelEndpoint, reason: String, count: Int = 1) {
+        guard let unlogged = dropLog.admit() else { return }
         var metadata: Logger.Metadata = ["flow": "\(identifier)", "destination": "\(destination)", "reason": "\(reason)"]
         if count != 1 {
             metadata["datagrams"] = "\(count)"
+        }
+        if unlogged > 0 {
+            metadata["unlogged"] = "\(unlogged)"
         }
         logger.notice("dropping datagram", metadata: metadata)
     }

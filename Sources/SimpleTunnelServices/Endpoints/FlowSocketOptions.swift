@@ -1,9 +1,22 @@
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Options of a flow's TCP socket (accepted on a client's listener, or
 /// connected by the server), set from the channel initializer: a bootstrap's
 /// own options are applied through a chain of futures, which every flow paid.
 enum FlowSocketOptions {
+    /// TCP_USER_TIMEOUT: data unacknowledged this long gives the connection
+    /// up (ETIMEDOUT), where the kernel's retransmissions would try for some
+    /// 15 minutes. The time our tunnel keepalive takes to declare a silent
+    /// peer gone (60 s idle, then 5 probes 10 s apart). Since Linux 5.9 it
+    /// also ends a connection whose zero window held our unsent data that
+    /// long: a destination that stopped reading for good.
+    static let userTimeoutMilliseconds =
+        (TunnelSocketOptions.keepaliveIdleSeconds + TunnelSocketOptions.keepaliveIntervalSeconds * TunnelSocketOptions.keepaliveProbes) * 1000
+
     static func apply(to channel: Channel) throws {
         guard let options = channel.syncOptions else { return }
         // A FIN from the application arrives as `inputClosed`; the other direction keeps working.
@@ -13,6 +26,8 @@ enum FlowSocketOptions {
         // quarter of the reads, and of the acknowledgements each read sends. Idle
         // flows hold no buffer, and small reads stay small (see MallocTuning).
         try options.setOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 256 * 1024))
+        try options.setOption(
+            ChannelOptions.Types.SocketOption(level: .tcp, name: NIOBSDSocket.Option(rawValue: TCP_USER_TIMEOUT)), value: userTimeoutMilliseconds)
         // TCP_NODELAY is left to the bootstrap, which sets it by default.
     }
 }

@@ -18,6 +18,11 @@ public final class ServerFlowOpener: FlowOpener {
         public var maximumConnectAttempts = 4
         /// Nil when the IP layer is off: IP opens then get result 5.
         public var ipLayer: ServerIPLayer?
+        /// Flow sockets of every tunnel: one budget that all openers made
+        /// from these settings share (a reference).
+        public var socketBudget = FlowSocketBudget.forCurrentProcess()
+        /// How long a closed TCP flow's unsent data may drain before its socket is reset.
+        public var drainTimeout = StreamFlowEndpoint.defaultDrainTimeout
 
         public init() {}
     }
@@ -27,12 +32,15 @@ public final class ServerFlowOpener: FlowOpener {
     /// The client, for its durable lease; nil in tests of the other flow kinds.
     private let peer: TunnelPeer?
     private let logger: Logger
+    /// This tunnel's flow sockets; they count until closed, even after the tunnel.
+    private let sockets: FlowSocketAccount
 
     public init(eventLoop: EventLoop, settings: Settings, peer: TunnelPeer? = nil, logger: Logger) {
         self.eventLoop = eventLoop
         self.peer = peer
         self.settings = settings
         self.logger = logger
+        self.sockets = settings.socketBudget.makeAccount()
     }
 
     public func open(
@@ -45,9 +53,13 @@ public final class ServerFlowOpener: FlowOpener {
         case .tcp(let destination):
             connect(to: destination, identifier: identifier, sink: sink, completion: completion)
         case .udp:
+            // Its sockets are bound (and counted) on first use; refused now if none could be.
+            if let refusal = sockets.refusal() {
+                return refuse(refusal, completion: completion)
+            }
             let endpoint = DatagramFlowEndpoint(
                 identifier: identifier, sink: sink, eventLoop: eventLoop,
-                resolver: settings.resolver, authorizer: settings.authorizer, logger: logger
+                resolver: settings.resolver, authorizer: settings.authorizer, sockets: sockets, logger: logger
             )
             completion(.success(OpenedFlow(endpoint: endpoint)))
         case .ip:
@@ -56,6 +68,17 @@ public final class ServerFlowOpener: FlowOpener {
             }
             completion(ipLayer.open(identifier: identifier, peer: peer, sink: sink, eventLoop: eventLoop, logger: logger))
         }
+    }
+
+    /// Answers `.refused` for want of sockets, logging it now and then: a peer
+    /// can ask for flows as fast as it can write.
+    private func refuse(_ refusal: FlowSocketRefusal, completion: (Result<OpenedFlow, FlowOpenFailure>) -> Void) {
+        if let unlogged = settings.socketBudget.admitRefusalLog() {
+            logger.notice(
+                "refusing flows",
+                metadata: ["reason": "\(refusal)", "sockets": "\(settings.socketBudget.socketsInUse)", "unlogged": "\(unlogged)"])
+        }
+        completion(.failure(FlowOpenFailure(.refused, refusal.description)))
     }
 
     // MARK: TCP
@@ -68,6 +91,16 @@ public final class ServerFlowOpener: FlowOpener {
     ) {
         if let refusal = settings.authorizer.refusal(forHost: destination.host, port: destination.port) {
             return completion(.failure(FlowOpenFailure(.refused, refusal)))
+        }
+        // Counted from here: a connect in progress holds a descriptor too.
+        let ticket: FlowSocketTicket
+        switch sockets.acquire() {
+        case .success(let granted): ticket = granted
+        case .failure(let refusal): return refuse(refusal, completion: completion)
+        }
+        let completion = { (result: Result<OpenedFlow, FlowOpenFailure>) in
+            if case .failure = result { ticket.release() }
+            completion(result)
         }
         settings.resolver.resolve(host: destination.host, port: destination.port, kind: .stream, on: eventLoop)
             .assumeIsolated()
@@ -87,23 +120,27 @@ public final class ServerFlowOpener: FlowOpener {
                     guard !allowed.isEmpty else {
                         return completion(.failure(FlowOpenFailure(.refused, refusals.first ?? "not allowed by policy")))
                     }
-                    attempt(Array(allowed.prefix(settings.maximumConnectAttempts))[...], failures: [], identifier: identifier, sink: sink, completion: completion)
+                    attempt(
+                        Array(allowed.prefix(settings.maximumConnectAttempts))[...], failures: [], identifier: identifier, sink: sink, ticket: ticket,
+                        completion: completion)
                 }
             }
     }
 
-    /// Tries each address in turn; the first connection wins.
+    /// Tries each address in turn, one socket at a time; the first connection
+    /// wins and releases `ticket` once its socket is closed.
     private func attempt(
         _ addresses: ArraySlice<SocketAddress>,
         failures: [FlowOpenFailure],
         identifier: TunnelConnectionIdentifier,
         sink: FlowEventSink,
+        ticket: FlowSocketTicket,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         guard let address = addresses.first else {
             return completion(.failure(Self.mostTelling(failures)))
         }
-        let endpoint = StreamFlowEndpoint(identifier: identifier, sink: sink)
+        let endpoint = StreamFlowEndpoint(identifier: identifier, sink: sink, drainTimeout: settings.drainTimeout)
         // The connection lives on the tunnel's event loop, where the handler was made.
         let boundEndpoint = NIOLoopBound(endpoint, eventLoop: eventLoop)
         ClientBootstrap(group: eventLoop)
@@ -118,12 +155,15 @@ public final class ServerFlowOpener: FlowOpener {
             .assumeIsolated()
             .whenComplete { [self] result in
                 switch result {
-                case .success:
+                case .success(let channel):
+                    ticket.release(whenClosed: channel)
                     completion(.success(OpenedFlow(endpoint: endpoint)))
                 case .failure(let error):
                     let failure = Self.classify(error, address: address)
                     logger.debug("connect attempt failed", metadata: ["flow": "\(identifier)", "reason": "\(failure.reason)"])
-                    attempt(addresses.dropFirst(), failures: failures + [failure], identifier: identifier, sink: sink, completion: completion)
+                    attempt(
+                        addresses.dropFirst(), failures: failures + [failure], identifier: identifier, sink: sink, ticket: ticket,
+                        completion: completion)
                 }
             }
     }

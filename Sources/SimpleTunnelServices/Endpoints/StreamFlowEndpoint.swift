@@ -1,5 +1,9 @@
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Glue between a local TCP socket and its flow: bytes read become the flow's
 /// data, the flow's data is written to the socket, and reading follows the
 /// multiplexer's decisions (backpressure, `suspend`, half-close).
@@ -10,6 +14,12 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     /// For a flow's socket: roomy enough that a destination reading at full
     /// speed does not flip writability (and so `suspend`/`resume`) constantly.
     public static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
+    /// How long a closed flow's unsent bytes may take to reach its socket
+    /// before it is reset. What waits is at most the write watermark (1 MiB)
+    /// plus what the peer sent past `suspend`: a destination that reads at
+    /// all (300 kbit/s drains 1 MiB) takes it in time; one that reads nothing
+    /// would otherwise keep the socket and its memory forever.
+    public static let defaultDrainTimeout: TimeAmount = .seconds(30)
 
     public typealias InboundIn = ByteBuffer
     public typealias OutboundIn = ByteBuffer
@@ -24,10 +34,14 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     private var readPending = false
     private var inputClosed = false
     private var closing = false
+    private let drainTimeout: TimeAmount
+    /// Set while a closed flow's unsent bytes drain; resets the socket when it fires.
+    private var drainLimit: Scheduled<Void>?
 
-    public init(identifier: TunnelConnectionIdentifier = 0, sink: FlowEventSink? = nil) {
+    public init(identifier: TunnelConnectionIdentifier = 0, sink: FlowEventSink? = nil, drainTimeout: TimeAmount = defaultDrainTimeout) {
         self.identifier = identifier
         self.sink = sink
+        self.drainTimeout = drainTimeout
     }
 
     // MARK: FlowEndpoint
@@ -57,13 +71,35 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
         }
     }
 
+    /// Closes once everything written has gone, or resets the socket when
+    /// that takes longer than the drain timeout.
     public func close() {
         guard !closing else { return }
         closing = true
         readingEnabled = false
-        afterPendingWrites { context in
+        guard let context else { return }
+        if !Self.hasNothingBuffered(context) {
+            drainLimit = context.eventLoop.assumeIsolated().scheduleTask(in: drainTimeout) { [weak self] in
+                self?.abort()
+            }
+        }
+        afterPendingWrites { [weak self] context in
+            self?.drainLimit?.cancel()
             context.close(promise: nil)
         }
+    }
+
+    /// Closes now, discarding what is unsent: with SO_LINGER {on, 0 s} the
+    /// kernel sends RST instead of FIN and keeps nothing for the destination.
+    public func abort() {
+        closing = true
+        readingEnabled = false
+        drainLimit?.cancel()
+        drainLimit = nil
+        guard let context else { return }
+        // Before the close: on the event loop the option is set at once.
+        _ = (context.channel as? SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0))
+        context.close(promise: nil)
     }
 
     /// Runs `body` once everything written so far has gone: NIO's close fails
@@ -72,7 +108,7 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
         guard let context else { return }
         // Usually everything has gone already (every flow closes this way): then
         // act at once rather than send an empty write through NIO to find out.
-        if let buffered = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes), buffered == 0 {
+        if Self.hasNothingBuffered(context) {
             body(context)
             return
         }
@@ -82,6 +118,10 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
             guard let context = self?.context else { return }
             body(context)
         }
+    }
+
+    private static func hasNothingBuffered(_ context: ChannelHandlerContext) -> Bool {
+        (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) == 0
     }
 
     // MARK: Pipeline
@@ -120,6 +160,8 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
+        drainLimit?.cancel()
+        drainLimit = nil
         sink?.flowDidClose(identifier)
         context.fireChannelInactive()
     }

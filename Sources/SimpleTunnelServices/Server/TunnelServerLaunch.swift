@@ -22,6 +22,10 @@ public struct TunnelServerLaunchOptions: Sendable {
     public var usersPath: String?
     /// Seconds a tunnel may stay silent before it is closed; 0 = forever.
     public var idleTimeout: Double?
+    /// Flow sockets of all tunnels; at most what the open-file limit leaves.
+    public var maximumFlowSockets: Int?
+    /// Seconds a closed TCP flow's unsent data may drain before its socket is reset.
+    public var flowDrainTimeout: Double?
 
     public init() {}
 
@@ -44,7 +48,11 @@ public struct TunnelServerLaunch: Sendable {
     /// Things to tell the operator at start.
     public var warnings: [String] = []
 
-    public static func prepare(_ options: TunnelServerLaunchOptions, resolvConf: String?) throws -> TunnelServerLaunch {
+    /// - Parameter openFileLimit: the soft RLIMIT_NOFILE the server runs with
+    ///   (raised first, see `OpenFileLimit`); flow sockets get what it leaves.
+    public static func prepare(
+        _ options: TunnelServerLaunchOptions, resolvConf: String?, openFileLimit: Int = OpenFileLimit.current()?.soft ?? 1024
+    ) throws -> TunnelServerLaunch {
         var configuration: TunnelServerConfiguration
         do {
             if let path = options.configurationPath {
@@ -88,9 +96,15 @@ public struct TunnelServerLaunch: Sendable {
         let loopback = Self.isLoopback(settings.host)
         // On a public address, clients must not reach the server's own loopback services or the cloud metadata service.
         let policy = loopback ? server.policy : server.policy.withPublicListenerDefaults()
+        settings.opener.drainTimeout = try seconds(options.flowDrainTimeout, orElse: limits.flowDrainTimeout, "--flow-drain-timeout")
+        let (budget, socketWarning) = try flowSocketBudget(
+            asked: options.maximumFlowSockets ?? limits.flowSockets, openFileLimit: openFileLimit, maximumTunnels: settings.maximumTunnels,
+            maximumFlowsPerTunnel: settings.multiplexerLimits.maximumFlows)
+        settings.opener.socketBudget = budget
         settings.opener.authorizer = policy
         settings.clientConfiguration = configuration.configurationForFetch()
-        settings.dns = DNSForwarder(resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)))
+        settings.dns = DNSForwarder(
+            resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)), sockets: settings.opener.socketBudget.makeServerAccount())
 
         if let usersPath = options.usersPath {
             do {
@@ -103,6 +117,7 @@ public struct TunnelServerLaunch: Sendable {
             settings: settings, configuration: configuration, policy: policy,
             policyNote: Self.policyNote(host: settings.host, loopback: loopback))
         launch.warnings += Self.refusedDNSServers(configuration, policy: policy)
+        launch.warnings += [socketWarning].compactMap { $0 }
         let clientCA = options.clientCAPath ?? server.clientCAPath
         if options.plaintext {
             guard loopback else { throw TunnelServerLaunchError.plaintextOffLoopback(settings.host) }
@@ -146,6 +161,27 @@ public struct TunnelServerLaunch: Sendable {
             return "IP-layer clients are told to use the DNS server \(address), but the destination policy drops packets to it; "
                 + "--allow \(address):53 opens it for DNS"
         }
+    }
+
+    /// What the open-file limit leaves for flow sockets, or less if asked;
+    /// with a warning when that is less than the operator expects.
+    private static func flowSocketBudget(
+        asked: Int?, openFileLimit: Int, maximumTunnels: Int, maximumFlowsPerTunnel: Int
+    ) throws -> (FlowSocketBudget, warning: String?) {
+        let left = FlowSocketBudget.serverLimit(openFileLimit: openFileLimit, maximumTunnels: maximumTunnels)
+        let remedy = "raise the hard open-file limit (LimitNOFILE= in a systemd unit, ulimit -Hn) or lower --max-tunnels"
+        var limit = left
+        var warning: String?
+        if let asked {
+            limit = min(try positive(asked, "--max-flow-sockets"), left)
+            if asked > left {
+                warning = "--max-flow-sockets \(asked): the open-file limit of \(openFileLimit) leaves \(left) beside \(maximumTunnels) tunnels, so \(left) it is; \(remedy)"
+            }
+        } else if left < 64 {
+            warning = "the open-file limit of \(openFileLimit) leaves only \(left) flow sockets beside \(maximumTunnels) tunnels; \(remedy)"
+        }
+        let share = FlowSocketBudget.tunnelShare(serverLimit: limit, maximumFlowsPerTunnel: maximumFlowsPerTunnel)
+        return (FlowSocketBudget(serverLimit: limit, tunnelShare: share), warning)
     }
 
     static func isLoopback(_ host: String) -> Bool {

@@ -14,6 +14,8 @@ struct TunnelServerSettingsTests {
         #expect(settings.limits.connectTimeout == .seconds(10))
         #expect(settings.limits.udpIdleTimeout == .seconds(60))
         #expect(settings.limits.udpFlowsPerTunnel == 256)
+        #expect(settings.limits.flowSockets == nil)
+        #expect(settings.limits.flowDrainTimeout == .seconds(30))
         #expect(settings.policy == .allowAll)
     }
 
@@ -26,7 +28,7 @@ struct TunnelServerSettingsTests {
             "ClientCA": .string("/etc/tunnel/clients.pem"),
             "Limits": .dictionary([
                 "FlowsPerTunnel": 100, "Tunnels": 3, "FirstMessageTimeout": .real(0.25),
-                "ConnectTimeout": 5, "UDPIdleTimeout": 120, "UDPFlowsPerTunnel": 7,
+                "ConnectTimeout": 5, "UDPIdleTimeout": 120, "UDPFlowsPerTunnel": 7, "FlowSockets": 900, "FlowDrainTimeout": .real(2.5),
             ]),
             "Policy": .dictionary(["Allow": .strings(["*.example.com:443"]), "Deny": .strings(["10.0.0.0/8"])]),
         ])).server
@@ -37,7 +39,7 @@ struct TunnelServerSettingsTests {
         #expect(settings.clientCAPath == "/etc/tunnel/clients.pem")
         #expect(settings.limits == TunnelServerSettings.Limits(
             flowsPerTunnel: 100, tunnels: 3, firstMessageTimeout: .milliseconds(250),
-            connectTimeout: .seconds(5), udpIdleTimeout: .seconds(120), udpFlowsPerTunnel: 7
+            connectTimeout: .seconds(5), udpIdleTimeout: .seconds(120), udpFlowsPerTunnel: 7, flowSockets: 900, flowDrainTimeout: .milliseconds(2500)
         ))
         #expect(settings.policy == (try DestinationPolicy(allow: ["*.example.com:443"], deny: ["10.0.0.0/8"])))
     }
