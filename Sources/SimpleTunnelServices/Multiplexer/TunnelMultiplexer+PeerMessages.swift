@@ -11,13 +11,13 @@ extension TunnelMultiplexer {
         case .rejected(let error):
             switch error.disposition {
             case .openFailure(let identifier):
-                logger.notice("refusing malformed open", metadata: ["flow": "\(identifier)", "reason": "\(error)"])
+                peerNotice("refusing malformed open", metadata: ["flow": "\(identifier)", "reason": "\(error)"])
                 if case .server = role {
                     metrics?.openResult(.invalidParameter)
                     sendControl(.openResult(identifier: identifier, result: .invalidParameter))
                 }
             case .drop:
-                logger.notice("dropping malformed message", metadata: ["reason": "\(error)"])
+                peerNotice("dropping malformed message", metadata: ["reason": "\(error)"])
             case .ignore:
                 logger.debug("ignoring message", metadata: ["reason": "\(error)"])
             case .closeTunnel:
@@ -52,7 +52,7 @@ extension TunnelMultiplexer {
                 case .success(let reply):
                     self?.sendControl(.dns(identifier: identifier, packet: reply.answer, source: reply.source))
                 case .failure(let error):
-                    self?.logger.notice("DNS query failed", metadata: ["flow": "\(identifier)", "reason": "\(error)"])
+                    self?.peerNotice("DNS query failed", metadata: ["flow": "\(identifier)", "reason": "\(error)"])
                 }
             }
         case (.authenticate, .server):
@@ -83,7 +83,7 @@ extension TunnelMultiplexer {
             return dropUnknown(.data(identifier: identifier, payload: ByteBuffer(), endpoint: nil))
         }
         if kind == .udp, case .server = role, destination == nil {
-            logger.notice("dropping UDP data without host and port", metadata: ["flow": "\(identifier)"])
+            peerNotice("dropping UDP data without host and port", metadata: ["flow": "\(identifier)"])
             return
         }
         statistics.bytesFromPeer += UInt64(payload.readableBytes)
@@ -144,14 +144,14 @@ extension TunnelMultiplexer {
     private func receiveOpen(_ request: TunnelOpenRequest, for identifier: TunnelConnectionIdentifier, opener: FlowOpener) {
         // Metadata is built only when a line is logged: an open is on every flow's path.
         guard flows[identifier] == nil else {
-            logger.notice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
+            peerNotice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
             metrics?.openResult(.invalidParameter)
             sendControl(.openResult(identifier: identifier, result: .invalidParameter))
             return
         }
         let kind = FlowState.Kind(request)
         if flows.count >= limits.maximumFlows || (kind == .udp && udpFlows >= limits.maximumUDPFlows) {
-            logger.notice("refusing open", metadata: ["flow": "\(identifier)", "request": "\(request)", "reason": "flow limit reached"])
+            peerNotice("refusing open", metadata: ["flow": "\(identifier)", "request": "\(request)", "reason": "flow limit reached"])
             metrics?.openResult(.refused)
             sendControl(.openResult(identifier: identifier, result: .refused))
             return
@@ -169,7 +169,7 @@ extension TunnelMultiplexer {
         }
         switch result {
         case .failure(let failure):
-            logger.notice(
+            peerNotice(
                 "open failed",
                 metadata: ["flow": "\(identifier)", "request": "\(request)", "result": "\(failure.result)", "reason": "\(failure.reason)"])
             metrics?.openResult(failure.result)
@@ -247,7 +247,7 @@ extension TunnelMultiplexer {
     }
 
     private func dropUnexpected(_ message: TunnelMessage) {
-        logger.notice(
+        peerNotice(
             "dropping message not valid here",
             metadata: ["flow": "\(message.identifier)", "command": "\(message.command)"]
         )

@@ -104,6 +104,9 @@ public final class TunnelMultiplexer {
     var peerReadingChanged: ((Bool) -> Void)?
     private(set) var wantsPeerReads = true
 
+    /// Lines a peer can cause as often as it likes: one a second per tunnel,
+    /// the next one saying how many were left out.
+    private var peerNotices = LogRateLimiter(interval: .seconds(1))
     /// Endpoints written to during the current read burst, flushed at its end.
     var endpointsToFlush: [TunnelConnectionIdentifier] = []
     var drainScheduled = false
@@ -270,7 +273,7 @@ public final class TunnelMultiplexer {
         guard within != withinBufferBudget else { return }
         withinBufferBudget = within
         if !within {
-            logger.notice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(queuedBytes)"])
+            peerNotice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(queuedBytes)"])
         }
         updateEveryFlowsReading()
     }
@@ -296,7 +299,7 @@ public final class TunnelMultiplexer {
         // Only the budget says when to go on (at its low mark), so that every paused tunnel hears it.
         guard !within, withinServerBudget else { return }
         withinServerBudget = false
-        logger.notice("server buffer budget reached: pausing this tunnel", metadata: ["server-bytes": "\(serverBudget.heldBytes)"])
+        peerNotice("server buffer budget reached: pausing this tunnel", metadata: ["server-bytes": "\(serverBudget.heldBytes)"])
         updateEveryFlowsReading()
         updatePeerReading()
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
@@ -319,6 +322,16 @@ public final class TunnelMultiplexer {
         guard wanted != wantsPeerReads else { return }
         wantsPeerReads = wanted
         peerReadingChanged?(wanted)
+    }
+
+    /// Logs at notice what the peer caused, rate-limited.
+    func peerNotice(_ message: @autoclosure () -> Logger.Message, metadata: @autoclosure () -> Logger.Metadata) {
+        guard let suppressed = peerNotices.admit() else { return }
+        var metadata = metadata()
+        if suppressed > 0 {
+            metadata["suppressed"] = "\(suppressed)"
+        }
+        logger.notice(message(), metadata: metadata)
     }
 
     // MARK: Sending
@@ -422,7 +435,7 @@ public final class TunnelMultiplexer {
     /// socket still holds is discarded.
     func abort(_ identifier: TunnelConnectionIdentifier, reason: String) {
         guard flows[identifier] != nil else { return }
-        logger.notice("closing flow", metadata: ["flow": "\(identifier)", "reason": "\(reason)"])
+        peerNotice("closing flow", metadata: ["flow": "\(identifier)", "reason": "\(reason)"])
         sendControl(.close(identifier: identifier, direction: .all))
         forget(identifier, aborting: true)
     }

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -100,5 +101,22 @@ struct TunnelBudgetTests {
         tunnels[1].tunnelClosed()
         tunnels[0].tunnelClosed()
         #expect(budget.heldBytes == 0, "a closed tunnel gives back everything it held")
+    }
+
+    @Test func aPeerFloodingRefusedOpensGetsOneNoticeASecondNotOneEach() {
+        let lines = NIOLockedValueBox<[CapturingLogHandler.Line]>([])
+        var limits = TunnelMultiplexer.Limits()
+        limits.maximumFlows = 1
+        let multiplexer = TunnelMultiplexer(
+            role: .server(opener: DeferredOpener(), responder: NoRequests()), output: output, eventLoop: loop, limits: limits,
+            logger: CapturingLogHandler.logger(lines))
+        for identifier in 1...500 as ClosedRange<TunnelConnectionIdentifier> {
+            multiplexer.receive(.message(.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: "h", port: 1)))))
+        }
+        loop.run()
+        let refusals = output.written.filter { if case .openResult(_, .refused, _) = $0 { true } else { false } }
+        #expect(refusals.count == 499, "every refused open is still answered")
+        let notices = lines.withLockedValue { $0.filter { $0.level == .notice } }
+        #expect(notices.count <= 2, "\(notices.count) notice lines for one peer's flood")
     }
 }
