@@ -11,10 +11,11 @@ struct FlowControlEndToEndTests {
     /// destination that starts reading only after two seconds, intact, and the
     /// tunnel carries on.
     @Test func aLateReadingDestinationGetsEveryByteAndTheTunnelStays() async throws {
-        let fixture = try await TunnelFixture.start { settings in
-            // Small enough that a client which ignored suspend would be closed for it.
-            settings.multiplexerLimits.suspendAllowance = 4 * 1024 * 1024
-        }
+        // 32 MiB is twice the default suspend allowance: a client that ignored
+        // `suspend` would have its flow aborted. (A smaller allowance is no
+        // stricter test: what both kernels buffer on loopback after `suspend`
+        // can pass 4 MiB.)
+        let fixture = try await TunnelFixture.start()
         let received = fixture.group.next().makePromise(of: ByteBuffer.self)
         let started = NIOLockedValueBox(false)
         let destination = try await LateReader.listen(delay: .seconds(2), received: received, started: started, group: fixture.group)
