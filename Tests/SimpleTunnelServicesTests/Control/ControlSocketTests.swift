@@ -82,7 +82,7 @@ struct ControlSocketTests {
         await running.fixture.stop()
     }
 
-    @Test(.enabled(if: geteuid() == 0 && ExternalProcess.isPythonAvailable, "needs root to act as another user"))
+    @Test(.enabled(if: TestRequirements.met(geteuid() == 0 && ExternalProcess.isPythonAvailable, "root and python3"), "needs root to act as another user"))
     func anotherUserIsRefused() async throws {
         let running = try await Self.start()
         // Open the folder and socket to everyone, so only the peer-credential check stands in the way.

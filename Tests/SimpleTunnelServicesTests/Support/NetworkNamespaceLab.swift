@@ -21,14 +21,15 @@ final class NetworkNamespaceLab: @unchecked Sendable {
 
     /// For `@Test(.enabled(if: NetworkNamespaceLab.isAvailable, ...))`.
     static var isAvailable: Bool {
-        if let reason = unavailableReason {
+        guard let reason = unavailableReason else { return true }
+        guard TestRequirements.met(false, "network namespaces (\(reason))") else {
             FileHandle.standardError.write(Data("Skipping network namespace test: \(reason)\n".utf8))
             return false
         }
         return true
     }
 
-    static var isPythonAvailable: Bool { isAvailable && ExternalProcess.isPythonAvailable }
+    static var isPythonAvailable: Bool { isAvailable && TestRequirements.met(ExternalProcess.isPythonAvailable, "python3") }
 
     private static func probe() -> String? {
         guard geteuid() == 0 else { return "not running as root" }

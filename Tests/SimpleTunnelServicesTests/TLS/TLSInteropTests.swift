@@ -204,7 +204,7 @@ struct TLSInteropTests {
         return await process.finish()
     }
 
-    @Test(.enabled(if: ExternalProcess.isPythonAvailable))
+    @Test(.enabled(if: TestRequirements.met(ExternalProcess.isPythonAvailable, "python3")))
     func pythonClientVerifiesOurServerAndGetsAnEcho() async throws {
         let pki = try TestPKI()
         defer { pki.remove() }
@@ -220,7 +220,7 @@ struct TLSInteropTests {
         #expect(record.snapshot.shutdownCompleted, "python's unwrap() sends close_notify")
     }
 
-    @Test(.enabled(if: ExternalProcess.isPythonAvailable))
+    @Test(.enabled(if: TestRequirements.met(ExternalProcess.isPythonAvailable, "python3")))
     func pythonClientVanishingMidStreamLosesNoDeliveredPlaintext() async throws {
         let pki = try TestPKI()
         defer { pki.remove() }
@@ -239,7 +239,7 @@ struct TLSInteropTests {
         #expect(snapshot.sslReleasedOnClose == true)
     }
 
-    @Test(.enabled(if: ExternalProcess.isPythonAvailable), arguments: [nil, "other-client", "client"])
+    @Test(.enabled(if: TestRequirements.met(ExternalProcess.isPythonAvailable, "python3")), arguments: [nil, "other-client", "client"])
     func pythonClientAgainstMutualTLS(clientCertificate: String?) async throws {
         let pki = try TestPKI()
         defer { pki.remove() }

@@ -17,7 +17,7 @@ struct RunAsTests {
         }
     }
 
-    @Test(.enabled(if: geteuid() == 0, "needs root to become another user"))
+    @Test(.enabled(if: TestRequirements.met(geteuid() == 0, "root"), "needs root to become another user"))
     func aForwardingClientBecomesNobodyWithNoCapabilitiesAndKeepsForwarding() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let server = try await ReconnectionTests.RestartableServer(group: group)
