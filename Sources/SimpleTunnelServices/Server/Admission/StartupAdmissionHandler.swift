@@ -1,0 +1,77 @@
+import NIOCore
+import NIOTLS
+
+/// Holds a connection's place among the unauthenticated ones until it
+/// becomes a tunnel: at its first valid message, or at its login when the
+/// server requires one. Until then it also gives TLS a deadline of its own,
+/// shorter than the first-message timeout, so idle sockets go sooner.
+/// Sits after the codec (and the login gate), and leaves the pipeline once
+/// the connection is a tunnel.
+final class StartupAdmissionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = TunnelInboundMessage
+    typealias InboundOut = TunnelInboundMessage
+
+    private let admission: ConnectionAdmission
+    private let ticket: AdmissionTicket
+    private let tlsHandshakeTimeout: TimeAmount?
+    private let requiresLogin: Bool
+    private var handshakeTimer: Scheduled<Void>?
+    private var promoted = false
+    private var leaving = false
+
+    /// - Parameters:
+    ///   - tlsHandshakeTimeout: nil for a plaintext listener.
+    ///   - requiresLogin: promote at `TunnelAuthenticatedEvent` instead of the first message.
+    init(admission: ConnectionAdmission, ticket: AdmissionTicket, tlsHandshakeTimeout: TimeAmount?, requiresLogin: Bool) {
+        self.admission = admission
+        self.ticket = ticket
+        self.tlsHandshakeTimeout = tlsHandshakeTimeout
+        self.requiresLogin = requiresLogin
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        guard let tlsHandshakeTimeout else { return }
+        handshakeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: tlsHandshakeTimeout) { [admission] in
+            admission.refused(.tlsHandshakeTimeout)
+            context.close(promise: nil)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        handshakeTimer?.cancel()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted = event {
+            handshakeTimer?.cancel()
+            handshakeTimer = nil
+        }
+        if event is TunnelAuthenticatedEvent, !promote(context: context) { return }
+        context.fireUserInboundEventTriggered(event)
+        leaveIfPromoted(context: context)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if !requiresLogin, case .message = unwrapInboundIn(data), !promote(context: context) { return }
+        context.fireChannelRead(data)
+        leaveIfPromoted(context: context)
+    }
+
+    /// False, and the connection closes, when the server has no room for another tunnel.
+    private func promote(context: ChannelHandlerContext) -> Bool {
+        guard !promoted else { return true }
+        guard admission.promote(ticket) else {
+            context.close(promise: nil)
+            return false
+        }
+        promoted = true
+        handshakeTimer?.cancel()
+        return true
+    }
+
+    private func leaveIfPromoted(context: ChannelHandlerContext) {
+        guard promoted, !leaving else { return }
+        leaving = true
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+@testable import SimpleTunnelServices
+
+@Suite("Login floods")
+struct LoginFloodTests {
+    static func server(
+        iterations: Int = PasswordHash.minimumIterations, maximumFailures: Int = 5, checks: PasswordCheckLimits = PasswordCheckLimits()
+    ) async throws -> (RawServerFixture, PasswordChecker) {
+        var database = UserDatabase()
+        database.set("alice", hash: try PasswordHash(password: "wonderland", iterations: iterations))
+        let checker = PasswordChecker(limits: checks)
+        let fixture = try await RawServerFixture.start { settings in
+            settings.authentication = .init(users: database, limiter: LoginRateLimiter(maximumFailures: maximumFailures), checker: checker)
+            // Only the login budgets are under test here.
+            settings.startupsPerAddress = 1000
+        }
+        return (fixture, checker)
+    }
+
+    @Test func parallelGuessesFromOneAddressGetOnlyTheirAttemptsCheckedAndARealLoginGetsThrough() async throws {
+        let (fixture, checker) = try await Self.server(maximumFailures: 5)
+        var guesses: [RawTunnelPeer] = []
+        for index in 0..<60 {
+            guesses.append(
+                try await RawTunnelPeer.connect(
+                    port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: "guess \(index)"), from: "127.0.0.2"))
+        }
+        for guess in guesses {
+            #expect(await guess.next() == .authenticateResult(.refused))
+        }
+        #expect(checker.checksStarted <= 5, "\(checker.checksStarted) guesses were checked")
+        let real = try await RawTunnelPeer.connect(
+            port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: "wonderland"), from: "127.0.0.1")
+        #expect(await real.next() == .authenticateResult(.success))
+        await real.close()
+        await fixture.stop()
+    }
+
+    @Test func theSocketIsNotReadWhileThePasswordIsChecked() async throws {
+        // A slow hash (about a second), so the data below arrives while it runs.
+        let (fixture, checker) = try await Self.server(iterations: 3_000_000)
+        let peer = try await RawTunnelPeer.connect(
+            port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: "wonderland"))
+        #expect(await AdmissionPeers.eventually { checker.checksStarted == 1 })
+        // Far more than may be held before the answer: read now, it would end the tunnel.
+        try await peer.sendData(LoopbackPeers.payload(4 * PendingLoginMessages.maximumBytes), for: 1)
+        #expect(await peer.next(timeout: .seconds(60)) == .authenticateResult(.success))
+        try await peer.send(.fetchConfiguration(identifier: 0))
+        let reply = await peer.next { if case .fetchConfiguration = $0 { return false } else { return true } }
+        #expect(reply != nil, "the tunnel did not carry on after the login")
+        await peer.close()
+        await fixture.stop()
+    }
+
+    @Test func anOversizedPasswordIsRefusedUnchecked() async throws {
+        let (fixture, checker) = try await Self.server()
+        let password = String(repeating: "x", count: TunnelAuthenticationGate.maximumPasswordBytes + 1)
+        let peer = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: password))
+        #expect(await peer.next() == .authenticateResult(.refused))
+        #expect(await peer.waitForClose())
+        #expect(checker.checksStarted == 0)
+        await fixture.stop()
+    }
+
+    @Test func checksBeyondTheConcurrentCapWaitAndAllAreAnswered() async throws {
+        var checks = PasswordCheckLimits()
+        checks.concurrent = 1
+        let (fixture, checker) = try await Self.server(checks: checks)
+        var peers: [RawTunnelPeer] = []
+        for index in 0..<4 {
+            peers.append(
+                try await RawTunnelPeer.connect(
+                    port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: "wonderland"), from: "127.0.0.\(index + 2)"))
+        }
+        for peer in peers {
+            #expect(await peer.next(timeout: .seconds(60)) == .authenticateResult(.success))
+            await peer.close()
+        }
+        #expect(checker.checksStarted == 4)
+        await fixture.stop()
+    }
+}
