@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOTLS
 import Prometheus
 import Testing
 @testable import SimpleTunnelServices
@@ -109,6 +110,30 @@ struct AdmissionLoopbackTests {
         await fixture.stop()
     }
 
+    @Test func aFinishedHandshakeIsNotCutOffByItsDeadline() async throws {
+        let (fixture, identity) = try await Self.tlsServer { $0.tlsHandshakeTimeout = .milliseconds(300) }
+        let answers = TLSMessagePeer()
+        let tls = try TLSContext(configuration: .client(trust: .pinnedSHA256([identity.sha256Fingerprint])))
+        let channel = try await ClientBootstrap(group: fixture.group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(TLSHandler(context: tls, serverName: "localhost", logger: TunnelFixture.logger))
+                    try channel.pipeline.syncOperations.addTunnelMessageCodec()
+                    try channel.pipeline.syncOperations.addHandler(answers)
+                }
+            }
+            .connect(host: "127.0.0.1", port: fixture.port)
+            .get()
+        try await answers.handshake.futureResult.get()
+        // Well past the handshake's deadline, still well within the first message's.
+        try await Task.sleep(for: .seconds(1))
+        try await channel.writeAndFlush(TunnelMessage.fetchConfiguration(identifier: 0))
+        let answer = try await answers.firstMessage.futureResult.get()
+        #expect(answer.command == .fetchConfiguration)
+        try? await channel.close()
+        await fixture.stop()
+    }
+
     @Test func refusalsAreCountedByReason() async throws {
         let (metrics, registry) = Self.metrics()
         let fixture = try await RawServerFixture.start { settings in
@@ -122,6 +147,27 @@ struct AdmissionLoopbackTests {
         #expect(MetricsEndpointTests.value("simpletunnel_unauthenticated_connections", in: text) == 2, "\(text)")
         await AdmissionPeers.close(flood)
         await fixture.stop()
+    }
+}
+
+/// A TLS client's end of a tunnel: says when TLS is up and what the first message was.
+final class TLSMessagePeer: ChannelInboundHandler, Sendable {
+    typealias InboundIn = TunnelInboundMessage
+    let handshake = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Void.self)
+    let firstMessage = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: TunnelMessage.self)
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted = event { handshake.succeed() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .message(let message) = unwrapInboundIn(data) { firstMessage.succeed(message) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        handshake.fail(ChannelError.ioOnClosedChannel)
+        firstMessage.fail(ChannelError.ioOnClosedChannel)
     }
 }
 
