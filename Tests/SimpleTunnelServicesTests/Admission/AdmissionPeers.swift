@@ -75,8 +75,8 @@ struct CapturingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-        lines.append(message.description, self.metadata.merging(metadata ?? [:]) { $1 })
+    func log(event: LogEvent) {
+        lines.append(event.message.description, metadata.merging(event.metadata ?? [:]) { $1 })
     }
 
     static func logger() -> (Logger, Lines) {

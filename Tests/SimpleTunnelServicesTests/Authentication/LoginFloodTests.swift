@@ -20,20 +20,23 @@ struct LoginFloodTests {
         return (fixture, checker)
     }
 
+    /// A raw peer whose first message, sent as soon as it is connected, is alice's login with `password`.
+    static func login(_ fixture: RawServerFixture, password: String, from source: String = "127.0.0.1") async throws -> RawTunnelPeer {
+        try await RawTunnelPeer.connect(
+            port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: password), from: source)
+    }
+
     @Test func parallelGuessesFromOneAddressGetOnlyTheirAttemptsCheckedAndARealLoginGetsThrough() async throws {
         let (fixture, checker) = try await Self.server(maximumFailures: 5)
         var guesses: [RawTunnelPeer] = []
         for index in 0..<60 {
-            guesses.append(
-                try await RawTunnelPeer.connect(
-                    port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: "guess \(index)"), from: "127.0.0.2"))
+            guesses.append(try await Self.login(fixture, password: "guess \(index)", from: "127.0.0.2"))
         }
         for guess in guesses {
             #expect(await guess.next() == .authenticateResult(.refused))
         }
         #expect(checker.checksStarted <= 5, "\(checker.checksStarted) guesses were checked")
-        let real = try await RawTunnelPeer.connect(
-            port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: "wonderland"), from: "127.0.0.1")
+        let real = try await Self.login(fixture, password: "wonderland")
         #expect(await real.next() == .authenticateResult(.success))
         await real.close()
         await fixture.stop()
@@ -42,8 +45,7 @@ struct LoginFloodTests {
     @Test func theSocketIsNotReadWhileThePasswordIsChecked() async throws {
         // A slow hash (about a second), so the data below arrives while it runs.
         let (fixture, checker) = try await Self.server(iterations: 3_000_000)
-        let peer = try await RawTunnelPeer.connect(
-            port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: "wonderland"))
+        let peer = try await Self.login(fixture, password: "wonderland")
         #expect(await AdmissionPeers.eventually { checker.checksStarted == 1 })
         // Far more than may be held before the answer: read now, it would end the tunnel.
         try await peer.sendData(LoopbackPeers.payload(4 * PendingLoginMessages.maximumBytes), for: 1)
@@ -58,7 +60,7 @@ struct LoginFloodTests {
     @Test func anOversizedPasswordIsRefusedUnchecked() async throws {
         let (fixture, checker) = try await Self.server()
         let password = String(repeating: "x", count: TunnelAuthenticationGate.maximumPasswordBytes + 1)
-        let peer = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: password))
+        let peer = try await Self.login(fixture, password: password)
         #expect(await peer.next() == .authenticateResult(.refused))
         #expect(await peer.waitForClose())
         #expect(checker.checksStarted == 0)
@@ -71,9 +73,7 @@ struct LoginFloodTests {
         let (fixture, checker) = try await Self.server(checks: checks)
         var peers: [RawTunnelPeer] = []
         for index in 0..<4 {
-            peers.append(
-                try await RawTunnelPeer.connect(
-                    port: fixture.port, group: fixture.group, sending: .authenticate(login: "alice", password: "wonderland"), from: "127.0.0.\(index + 2)"))
+            peers.append(try await Self.login(fixture, password: "wonderland", from: "127.0.0.\(index + 2)"))
         }
         for peer in peers {
             #expect(await peer.next(timeout: .seconds(60)) == .authenticateResult(.success))
