@@ -21,6 +21,7 @@ import socket
 import ssl
 import statistics
 import struct
+import threading
 import time
 
 SERVER = "127.0.0.1"
@@ -50,6 +51,94 @@ def legitimate_client(port, timeout):
                 raise ConnectionError("closed before the answer")
             header += chunk
     return time.monotonic() - started
+
+
+def frame(message):
+    payload = plistlib.dumps(message, fmt=plistlib.FMT_BINARY)
+    return struct.pack("<I", len(payload) + 4) + payload
+
+
+def authenticate_frame(password):
+    return frame({"identifier": 0, "command": 10, "login": "alice", "password": password})
+
+
+def tls_connect(port, source, timeout):
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    raw = socket.create_connection((SERVER, port), timeout=timeout, source_address=(source, 0))
+    tls = context.wrap_socket(raw, server_hostname="localhost")
+    tls.settimeout(timeout)
+    return tls
+
+
+def read_frame(tls):
+    """The next message as a dictionary; None when the connection closed first."""
+    buffer = b""
+    while len(buffer) < 4 or len(buffer) < struct.unpack("<I", buffer[:4])[0]:
+        chunk = tls.recv(65536)
+        if not chunk:
+            return None
+        buffer += chunk
+    return plistlib.loads(buffer[4:struct.unpack("<I", buffer[:4])[0]])
+
+
+def login_outcome(port, source, password):
+    """(outcome, seconds): accepted, refused, closed or an error's text."""
+    started = time.monotonic()
+    try:
+        with tls_connect(port, source, timeout=60) as tls:
+            tls.sendall(authenticate_frame(password))
+            answer = read_frame(tls)
+    except Exception as error:  # noqa: BLE001 - every failure is a result here
+        return (type(error).__name__, time.monotonic() - started)
+    if answer is None:
+        return ("closed", time.monotonic() - started)
+    return ("accepted" if answer.get("result-code") == 0 else "refused", time.monotonic() - started)
+
+
+def guesses(args):
+    outcomes = {}
+    lock = threading.Lock()
+
+    def guess(index):
+        outcome, _ = login_outcome(args.port, args.source, "guess %d" % index)
+        with lock:
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+
+    threads = [threading.Thread(target=guess, args=(index,)) for index in range(args.count)]
+    for thread in threads:
+        thread.start()
+    right, seconds = login_outcome(args.port, CLIENT_SOURCE, "wonderland")
+    for thread in threads:
+        thread.join()
+    report(args, {"guesses": args.count, "guess_outcomes": outcomes, "right_login": right, "right_login_ms": round(seconds * 1000, 1)})
+
+
+def hoard(args):
+    held = []
+    kept = 0
+    data = frame({"identifier": 1, "command": 1, "data": b"x" * (120 * 1024)})
+    for _ in range(args.count):
+        tls = None
+        try:
+            tls = tls_connect(args.port, args.source, timeout=2)
+            tls.sendall(authenticate_frame("guess") + data * args.messages)
+            kept += 1
+        except Exception:  # noqa: BLE001 - refused, closed or stalled: all the server's choice
+            pass
+        if tls is not None:
+            held.append(tls)
+    report(args, {"connections": args.count, "tls_established": len(held), "sent_everything": kept})
+    time.sleep(args.hold)
+    for tls in held:
+        tls.close()
+
+
+def report(args, result):
+    with open(args.out, "w") as out:
+        json.dump(result, out)
+    print(json.dumps(result), flush=True)
 
 
 def open_idle(port):
@@ -112,8 +201,20 @@ def main():
     p.add_argument("--count", type=int, default=2000)
     p.add_argument("--seconds", type=float, default=20)
     p.add_argument("--out", required=True)
+    p = sub.add_parser("guesses")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--source", default=FLOOD_SOURCE)
+    p.add_argument("--count", type=int, default=200)
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("hoard")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--source", default=FLOOD_SOURCE)
+    p.add_argument("--count", type=int, default=200)
+    p.add_argument("--messages", type=int, default=64)
+    p.add_argument("--hold", type=float, default=3)
+    p.add_argument("--out", required=True)
     args = parser.parse_args()
-    flood(args)
+    {"flood": flood, "guesses": guesses, "hoard": hoard}[args.command](args)
 
 
 if __name__ == "__main__":
