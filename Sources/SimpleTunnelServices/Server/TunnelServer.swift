@@ -145,7 +145,7 @@ public final class TunnelServer: Sendable {
         try pipeline.addHandler(
             StartupAdmissionHandler(
                 admission: admission, ticket: ticket, tlsHandshakeTimeout: settings.tls == nil ? nil : settings.tlsHandshakeTimeout,
-                requiresLogin: settings.authentication != nil))
+                requiresLogin: settings.authentication != nil, logger: logger))
         let eventLoop = channel.eventLoop
         try pipeline.addHandler(
             TunnelChannelHandler(
@@ -162,7 +162,7 @@ public final class TunnelServer: Sendable {
                 logger: logger
             )
         )
-        logger.info("tunnel connected")
+        logger.debug("connection accepted")
     }
 
     /// Stops accepting, then closes every tunnel (TLS sends close_notify) and waits for them.

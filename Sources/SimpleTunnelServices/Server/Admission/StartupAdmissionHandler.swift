@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOTLS
 
@@ -15,6 +16,7 @@ final class StartupAdmissionHandler: ChannelInboundHandler, RemovableChannelHand
     private let ticket: AdmissionTicket
     private let tlsHandshakeTimeout: TimeAmount?
     private let requiresLogin: Bool
+    private let logger: Logger
     private var handshakeTimer: Scheduled<Void>?
     private var promoted = false
     private var leaving = false
@@ -22,7 +24,8 @@ final class StartupAdmissionHandler: ChannelInboundHandler, RemovableChannelHand
     /// - Parameters:
     ///   - tlsHandshakeTimeout: nil for a plaintext listener.
     ///   - requiresLogin: promote at `TunnelAuthenticatedEvent` instead of the first message.
-    init(admission: ConnectionAdmission, ticket: AdmissionTicket, tlsHandshakeTimeout: TimeAmount?, requiresLogin: Bool) {
+    init(admission: ConnectionAdmission, ticket: AdmissionTicket, tlsHandshakeTimeout: TimeAmount?, requiresLogin: Bool, logger: Logger) {
+        self.logger = logger
         self.admission = admission
         self.ticket = ticket
         self.tlsHandshakeTimeout = tlsHandshakeTimeout
@@ -66,6 +69,8 @@ final class StartupAdmissionHandler: ChannelInboundHandler, RemovableChannelHand
         }
         promoted = true
         handshakeTimer?.cancel()
+        // Logged here rather than at accept: connections that never get this far are a peer's to multiply.
+        logger.info("tunnel connected")
         return true
     }
 
