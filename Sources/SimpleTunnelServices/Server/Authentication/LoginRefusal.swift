@@ -6,6 +6,16 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
     case busy
     case oversized
 
+    /// Whether the peer is told its login was refused before the tunnel closes. Not when
+    /// there was no login, nor when the server was too busy to check it: a client takes
+    /// a refusal as final, while a tunnel that just closes is tried again later.
+    var isAnswered: Bool {
+        switch self {
+        case .notFirst, .busy: return false
+        case .rateLimited, .oversized: return true
+        }
+    }
+
     var description: String {
         switch self {
         case .notFirst: return "this server requires authenticate as the first message"

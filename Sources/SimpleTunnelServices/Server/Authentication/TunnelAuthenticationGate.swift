@@ -134,7 +134,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
         if let login { metadata["login"] = "\(login)" }
         if let detail { metadata["detail"] = "\(detail)" }
         refusals.note(refusal, metadata: metadata)
-        close(context: context, loginRefused: refusal != .notFirst)
+        close(context: context, loginRefused: refusal.isAnswered)
     }
 
     /// A refusal after a hash ran: each is logged.
@@ -143,7 +143,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
         close(context: context, loginRefused: true)
     }
 
-    /// Ends the tunnel, answering `authenticate` first when there was one (and counting it).
+    /// Ends the tunnel, first answering (and counting) a refused login.
     private func close(context: ChannelHandlerContext, loginRefused: Bool) {
         switch state {
         case .accepted, .refused: return
