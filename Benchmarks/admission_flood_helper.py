@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Helper for Benchmarks/admission-flood.sh (Python 3 standard library only).
+"""Helper for Benchmarks/admission-flood.sh (modes idle and logins) (Python 3 standard library only).
 
 Loopback only: the flood binds 127.0.0.2, the legitimate client 127.0.0.1,
 and both connect to the server on 127.0.0.1.
