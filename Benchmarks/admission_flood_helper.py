@@ -106,13 +106,17 @@ def guesses(args):
         with lock:
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
+    quiet, quiet_seconds = login_outcome(args.port, CLIENT_SOURCE, "wonderland")
     threads = [threading.Thread(target=guess, args=(index,)) for index in range(args.count)]
     for thread in threads:
         thread.start()
     right, seconds = login_outcome(args.port, CLIENT_SOURCE, "wonderland")
     for thread in threads:
         thread.join()
-    report(args, {"guesses": args.count, "guess_outcomes": outcomes, "right_login": right, "right_login_ms": round(seconds * 1000, 1)})
+    report(args, {
+        "right_login_alone": quiet, "right_login_alone_ms": round(quiet_seconds * 1000, 1),
+        "guesses": args.count, "guess_outcomes": outcomes, "right_login": right, "right_login_ms": round(seconds * 1000, 1),
+    })
 
 
 def hoard(args):

@@ -89,7 +89,9 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
             }
             .assumeIsolated()
             .whenComplete { [self] result in
+                // A right password, or one never checked, is no failed attempt.
                 if case .success(true) = result { limiter.succeeded(attempt) }
+                if case .failure(let error) = result, error is PasswordCheckRefusal { limiter.succeeded(attempt) }
                 // Already refused (the peer did not wait for the answer): once is enough.
                 guard case .verifying = state else { return }
                 switch result {
@@ -98,8 +100,6 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
                 case .success(false):
                     refuse(context: context, login: login, reason: "wrong login or password")
                 case .failure(let refusal as PasswordCheckRefusal):
-                    // Not checked, so not an attempt either.
-                    limiter.succeeded(attempt)
                     refuse(context: context, login: login, .busy, detail: refusal.description)
                 case .failure(let error):
                     refuse(context: context, login: login, reason: "the password could not be checked: \(error)")
