@@ -145,7 +145,7 @@ public final class TunnelServer: Sendable {
         try pipeline.addHandler(
             StartupAdmissionHandler(
                 admission: admission, ticket: ticket, tlsHandshakeTimeout: settings.tls == nil ? nil : settings.tlsHandshakeTimeout,
-                requiresLogin: settings.authentication != nil, logger: logger))
+                startupTimeout: settings.firstMessageTimeout, requiresLogin: settings.authentication != nil, logger: logger))
         let eventLoop = channel.eventLoop
         try pipeline.addHandler(
             TunnelChannelHandler(

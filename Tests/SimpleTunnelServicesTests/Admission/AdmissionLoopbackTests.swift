@@ -110,6 +110,21 @@ struct AdmissionLoopbackTests {
         await fixture.stop()
     }
 
+    @Test func messagesThatAreNotValidDoNotKeepAConnectionPastTheFirstMessageTimeout() async throws {
+        let (metrics, registry) = Self.metrics()
+        let fixture = try await RawServerFixture.start { settings in
+            settings.firstMessageTimeout = .seconds(1)
+            settings.metrics = metrics
+        }
+        let peer = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group)
+        // A known command with a mistyped key is dropped (B5), and is no first valid message.
+        try await peer.send(propertyList: .dictionary(["identifier": 1, "command": 1, "data": .string("not data")]))
+        #expect(await peer.waitForClose(timeout: .seconds(30)))
+        #expect(Self.refusals(.startupTimeout, in: registry) == 1)
+        #expect(fixture.server.admission.current.unauthenticated == 0)
+        await fixture.stop()
+    }
+
     @Test func aFinishedHandshakeIsNotCutOffByItsDeadline() async throws {
         let (fixture, identity) = try await Self.tlsServer { $0.tlsHandshakeTimeout = .milliseconds(300) }
         let answers = TLSMessagePeer()

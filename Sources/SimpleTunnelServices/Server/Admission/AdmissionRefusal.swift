@@ -6,6 +6,7 @@ public enum AdmissionRefusal: String, Sendable, Hashable, CaseIterable, CustomSt
     case earlyDrop = "early_drop"
     case perAddress = "per_address"
     case tlsHandshakeTimeout = "tls_handshake_timeout"
+    case startupTimeout = "startup_timeout"
 
     public var description: String {
         switch self {
@@ -14,6 +15,7 @@ public enum AdmissionRefusal: String, Sendable, Hashable, CaseIterable, CustomSt
         case .earlyDrop: return "dropped early: many connections have not finished TLS and login"
         case .perAddress: return "too many connections from one address have not finished TLS and login"
         case .tlsHandshakeTimeout: return "no TLS handshake in time"
+        case .startupTimeout: return "no valid first message (or login) in time"
         }
     }
 }
