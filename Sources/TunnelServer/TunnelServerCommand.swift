@@ -86,6 +86,24 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("first-message-timeout"), help: "Seconds a client has to finish TLS and send a message. Default 10.")
     var firstMessageTimeout: Double?
 
+    @Option(name: .customLong("max-startups"), help: "Connections not yet past TLS and login, as START:RATE:FULL: from START on, RATE% of new ones are dropped, rising to all at FULL. Default 64:30:256.")
+    var startups: String?
+
+    @Option(name: .customLong("max-startups-per-address"), help: "Connections not yet past TLS and login from one address (an IPv6 /64). Default 16.")
+    var startupsPerAddress: Int?
+
+    @Option(name: .customLong("tls-handshake-timeout"), help: "Seconds a client has to finish the TLS handshake. Default 5.")
+    var tlsHandshakeTimeout: Double?
+
+    @Option(name: .customLong("max-login-checks"), help: "Password checks hashing at once; more wait their turn. Default 4.")
+    var loginChecks: Int?
+
+    @Option(name: .customLong("max-login-checks-per-address"), help: "Password checks running or waiting from one address (an IPv6 /64). Default 2.")
+    var loginChecksPerAddress: Int?
+
+    @Option(name: .customLong("max-login-failures"), help: "Failed logins from one address (an IPv6 /64) within a minute before it is refused unchecked. Default 5.")
+    var loginFailures: Int?
+
     @Option(name: .customLong("connect-timeout"), help: "Seconds to connect to a destination. Default 10.")
     var connectTimeout: Double?
 
@@ -175,6 +193,12 @@ struct Serve: AsyncParsableCommand {
         options.idleTimeout = idleTimeout
         options.maximumFlowSockets = maximumFlowSockets
         options.flowDrainTimeout = flowDrainTimeout
+        options.startups = startups
+        options.startupsPerAddress = startupsPerAddress
+        options.tlsHandshakeTimeout = tlsHandshakeTimeout
+        options.loginChecks = loginChecks
+        options.loginChecksPerAddress = loginChecksPerAddress
+        options.loginFailures = loginFailures
 
         // Every tunnel and flow is a descriptor; the usual soft limit of 1024 is far too few.
         let openFiles = OpenFileLimit.raiseSoftLimitToHardLimit()

@@ -28,6 +28,7 @@ extension TunnelServerSettings.Limits {
     static let knownKeys = [
         "FlowsPerTunnel", "Tunnels", "FirstMessageTimeout", "ConnectTimeout", "UDPIdleTimeout", "UDPFlowsPerTunnel", "FlowSockets",
         "FlowDrainTimeout",
+        "Startups", "StartupsPerAddress", "TLSHandshakeTimeout", "LoginChecks", "LoginChecksPerAddress", "LoginFailures",
     ]
     /// Far above any sensible value, low enough that arithmetic on it cannot overflow.
     static let maximumCount = 1 << 24
@@ -48,6 +49,29 @@ extension TunnelServerSettings.Limits {
         }
         if let node = limits.optional("FlowSockets") { flowSockets = try node.positiveInteger(maximum: Self.maximumCount) }
         if let node = limits.optional("FlowDrainTimeout") { flowDrainTimeout = try node.seconds(maximum: Self.maximumSeconds) }
+        if let node = limits.optional("Startups") { startups = try Self.startups(node) }
+        if let node = limits.optional("StartupsPerAddress") { startupsPerAddress = try node.positiveInteger(maximum: Self.maximumCount) }
+        if let node = limits.optional("TLSHandshakeTimeout") { tlsHandshakeTimeout = try node.seconds(maximum: Self.maximumSeconds) }
+        if let node = limits.optional("LoginChecks") { loginChecks = try node.positiveInteger(maximum: Self.maximumCount) }
+        if let node = limits.optional("LoginChecksPerAddress") { loginChecksPerAddress = try node.positiveInteger(maximum: Self.maximumCount) }
+        if let node = limits.optional("LoginFailures") { loginFailures = try node.positiveInteger(maximum: Self.maximumCount) }
+    }
+
+    /// `Startups` as OpenSSH writes MaxStartups ("START:RATE:FULL"), or a single number for FULL.
+    private static func startups(_ node: ConfigurationNode) throws(ConfigurationError) -> StartupsPolicy {
+        let expected = "START:RATE:FULL (such as \"\(StartupsPolicy.default)\") or a number"
+        if case .integer = node.value {
+            let full = try node.positiveInteger(maximum: maximumCount)
+            return StartupsPolicy(uncheckedStart: full, rate: 100, full: full)
+        }
+        let text = try node.string(expected: expected)
+        do throws(StartupsPolicyError) {
+            let policy = try StartupsPolicy(parsing: text)
+            guard policy.full <= maximumCount else { throw .outOfRange(start: policy.start, rate: policy.rate, full: policy.full) }
+            return policy
+        } catch {
+            throw node.invalid(expected: expected, detail: error.description)
+        }
     }
 }
 

@@ -58,6 +58,17 @@ public struct TunnelServerSettings: Sendable, Hashable {
         public var flowSockets: Int?
         /// How long a closed TCP flow's unsent data may drain before the socket is reset (`FlowDrainTimeout`).
         public var flowDrainTimeout: Duration
+        /// Connections not yet past TLS and login: random early drop from START, all at FULL (`Startups`, "START:RATE:FULL").
+        public var startups = AdmissionControl.Limits().startups
+        /// Unauthenticated connections from one address, an IPv6 /64 counting as one (`StartupsPerAddress`).
+        public var startupsPerAddress = AdmissionControl.Limits().startupsPerAddress
+        /// Time for a client to finish the TLS handshake (`TLSHandshakeTimeout`).
+        public var tlsHandshakeTimeout: Duration = .nanoseconds(TunnelServer.Settings().tlsHandshakeTimeout.nanoseconds)
+        /// Password checks hashing at once (`LoginChecks`), and running or waiting from one address (`LoginChecksPerAddress`).
+        public var loginChecks = PasswordCheckLimits().concurrent
+        public var loginChecksPerAddress = PasswordCheckLimits().perSource
+        /// Failed logins from one address within a minute before it is refused unchecked (`LoginFailures`).
+        public var loginFailures = LoginRateLimiter().maximumFailures
 
         /// Defaults are the runtime's own, so a key left out means what no configuration means.
         public init(

@@ -28,15 +28,39 @@ public final class TunnelServer: Sendable {
         public var metrics: TunnelServerMetrics?
         /// Set: every tunnel must log in first (PROTOCOL.md B2).
         public var authentication: Authentication?
+        /// Connections not yet past TLS and login (`AdmissionControl`): random early drop between
+        /// `start` and `full`, and at most `startupsPerAddress` from one address (an IPv6 /64).
+        public var startups = AdmissionControl.Limits().startups
+        public var startupsPerAddress = AdmissionControl.Limits().startupsPerAddress
+        /// Time a client has to finish the TLS handshake. Two round trips and a
+        /// signature take well under a second even across the world, with room
+        /// for a lost packet or two (TCP retransmits after 1 s, then 2 s); half
+        /// the first-message timeout, so idle sockets give their place back sooner.
+        public var tlsHandshakeTimeout: TimeAmount = .seconds(5)
+        /// The dice of early drops, uniform in 0..<100; tests fix it.
+        public var startupsRoll: ConnectionAdmission.Roll = { Int.random(in: 0..<100) }
+        /// Refusals a peer can cause are logged at most once per this interval, with counts.
+        public var refusalLogInterval: TimeAmount = .seconds(10)
 
         public struct Authentication: Sendable {
             public var users: UserDatabase
             public var limiter: LoginRateLimiter
+            /// Runs the slow hashes within its limits; one per server.
+            public var checker: PasswordChecker
 
-            public init(users: UserDatabase, limiter: LoginRateLimiter = LoginRateLimiter()) {
+            public init(users: UserDatabase, limiter: LoginRateLimiter = LoginRateLimiter(), checker: PasswordChecker = PasswordChecker()) {
                 self.users = users
                 self.limiter = limiter
+                self.checker = checker
             }
+        }
+
+        var admissionLimits: AdmissionControl.Limits {
+            var limits = AdmissionControl.Limits()
+            limits.startups = startups
+            limits.startupsPerAddress = startupsPerAddress
+            limits.tunnels = maximumTunnels
+            return limits
         }
 
         public init() {}
@@ -46,11 +70,14 @@ public final class TunnelServer: Sendable {
     private let tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>
     private let shuttingDown = NIOLockedValueBox(false)
     public let localAddress: SocketAddress
+    /// Which connections are taken; its counts say how many are unauthenticated and how many are tunnels.
+    public let admission: ConnectionAdmission
     private let logger: Logger
 
-    private init(channel: Channel, tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>, logger: Logger) throws {
+    private init(channel: Channel, tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>, admission: ConnectionAdmission, logger: Logger) throws {
         self.channel = channel
         self.tunnels = tunnels
+        self.admission = admission
         self.logger = logger
         guard let address = channel.localAddress else {
             throw ChannelError.unknownLocalAddress
@@ -61,17 +88,22 @@ public final class TunnelServer: Sendable {
     /// Binds the listener and starts accepting tunnels.
     public static func start(settings: Settings, group: EventLoopGroup, logger: Logger) async throws -> TunnelServer {
         let tunnels = NIOLockedValueBox<[ObjectIdentifier: Channel]>([:])
+        let admission = ConnectionAdmission(
+            limits: settings.admissionLimits, roll: settings.startupsRoll, logInterval: settings.refusalLogInterval, metrics: settings.metrics,
+            logger: logger)
+        let loginRefusals = ThrottledRefusalLog<LoginRefusal>("refusing logins", interval: settings.refusalLogInterval, logger: logger)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: LocalListener.backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try Self.initializeTunnel(channel, settings: settings, tunnels: tunnels, logger: logger)
+                    try Self.initializeTunnel(
+                        channel, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
                 }
             }
             .bind(host: settings.host, port: settings.port)
             .get()
-        let server = try TunnelServer(channel: channel, tunnels: tunnels, logger: logger)
+        let server = try TunnelServer(channel: channel, tunnels: tunnels, admission: admission, logger: logger)
         logger.notice("listening on \(TunnelEndpoint(server.localAddress))", metadata: ["tls": "\(settings.tls != nil)"])
         return server
     }
@@ -80,24 +112,23 @@ public final class TunnelServer: Sendable {
         _ channel: Channel,
         settings: Settings,
         tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>,
+        admission: ConnectionAdmission,
+        loginRefusals: ThrottledRefusalLog<LoginRefusal>,
         logger: Logger
     ) throws {
-        var logger = logger
-        logger[metadataKey: "peer"] = "\(channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown")"
-        let admitted = tunnels.withLockedValue { tunnels -> Bool in
-            guard tunnels.count < settings.maximumTunnels else { return false }
-            tunnels[ObjectIdentifier(channel)] = channel
-            return true
-        }
-        guard admitted else {
-            logger.warning("refusing tunnel", metadata: ["reason": "the server already serves \(settings.maximumTunnels) tunnels"])
+        // Refused before anything is set up: a flood costs an accept and a close each (logged and counted by `admission`).
+        guard let ticket = admission.accept(from: channel.remoteAddress) else {
             channel.close(promise: nil)
             return
         }
+        var logger = logger
+        logger[metadataKey: "peer"] = "\(channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown")"
+        tunnels.withLockedValue { $0[ObjectIdentifier(channel)] = channel }
         settings.metrics?.tunnels.increment()
         settings.metrics?.tunnelsOpened.increment()
         channel.closeFuture.whenComplete { _ in
             _ = tunnels.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+            admission.release(ticket)
             settings.metrics?.tunnels.decrement()
         }
         try TunnelSocketOptions.apply(to: channel)
@@ -108,12 +139,15 @@ public final class TunnelServer: Sendable {
         try pipeline.addTunnelMessageCodec()
         let peer = TunnelPeer(channel: channel)
         if let authentication = settings.authentication {
-            let source = channel.remoteAddress?.ipAddress ?? "unknown"
             try pipeline.addHandler(
                 TunnelAuthenticationGate(
-                    users: authentication.users, limiter: authentication.limiter, source: source, metrics: settings.metrics, peer: peer,
-                    logger: logger))
+                    users: authentication.users, limiter: authentication.limiter, checker: authentication.checker, refusals: loginRefusals,
+                    source: ticket.group, metrics: settings.metrics, peer: peer, logger: logger))
         }
+        try pipeline.addHandler(
+            StartupAdmissionHandler(
+                admission: admission, ticket: ticket, tlsHandshakeTimeout: settings.tls == nil ? nil : settings.tlsHandshakeTimeout,
+                startupTimeout: settings.firstMessageTimeout, requiresLogin: settings.authentication != nil, logger: logger))
         let eventLoop = channel.eventLoop
         try pipeline.addHandler(
             TunnelChannelHandler(
@@ -131,7 +165,7 @@ public final class TunnelServer: Sendable {
                 logger: logger
             )
         )
-        logger.info("tunnel connected")
+        logger.debug("connection accepted")
     }
 
     /// Stops accepting, then closes every tunnel (TLS sends close_notify) and waits for them.

@@ -26,6 +26,13 @@ public struct TunnelServerLaunchOptions: Sendable {
     public var maximumFlowSockets: Int?
     /// Seconds a closed TCP flow's unsent data may drain before its socket is reset.
     public var flowDrainTimeout: Double?
+    /// `--max-startups START:RATE:FULL` and the other admission and login limits.
+    public var startups: String?
+    public var startupsPerAddress: Int?
+    public var tlsHandshakeTimeout: Double?
+    public var loginChecks: Int?
+    public var loginChecksPerAddress: Int?
+    public var loginFailures: Int?
 
     public init() {}
 
@@ -89,6 +96,7 @@ public struct TunnelServerLaunch: Sendable {
         settings.firstMessageTimeout = try seconds(options.firstMessageTimeout, orElse: limits.firstMessageTimeout, "--first-message-timeout")
         settings.opener.connectTimeout = try seconds(options.connectTimeout, orElse: limits.connectTimeout, "--connect-timeout")
         settings.multiplexerLimits.udpIdleTimeout = try seconds(options.udpIdleTimeout, orElse: limits.udpIdleTimeout, "--udp-idle-timeout")
+        try applyAdmissionLimits(options, limits, to: &settings)
         if let idle = options.idleTimeout {
             guard idle >= 0, idle.isFinite else { throw TunnelServerLaunchError.invalidOption("--idle-timeout \(idle): expected seconds, 0 for never") }
             settings.liveness.idleTimeout = idle == 0 ? nil : TimeAmount(seconds: idle)
@@ -107,11 +115,18 @@ public struct TunnelServerLaunch: Sendable {
             resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)), sockets: settings.opener.socketBudget.makeServerAccount())
 
         if let usersPath = options.usersPath {
+            let users: UserDatabase
             do {
-                settings.authentication = .init(users: try UserDatabase.load(path: usersPath))
+                users = try UserDatabase.load(path: usersPath)
             } catch {
                 throw TunnelServerLaunchError.invalidOption("--users: \(error)")
             }
+            var checks = PasswordCheckLimits()
+            checks.concurrent = try positive(options.loginChecks ?? limits.loginChecks, "--max-login-checks")
+            checks.perSource = try positive(options.loginChecksPerAddress ?? limits.loginChecksPerAddress, "--max-login-checks-per-address")
+            let failures = try positive(options.loginFailures ?? limits.loginFailures, "--max-login-failures")
+            settings.authentication = .init(
+                users: users, limiter: LoginRateLimiter(maximumFailures: failures), checker: PasswordChecker(limits: checks))
         }
         var launch = TunnelServerLaunch(
             settings: settings, configuration: configuration, policy: policy,
@@ -182,6 +197,22 @@ public struct TunnelServerLaunch: Sendable {
         }
         let share = FlowSocketBudget.tunnelShare(serverLimit: limit, maximumFlowsPerTunnel: maximumFlowsPerTunnel)
         return (FlowSocketBudget(serverLimit: limit, tunnelShare: share), warning)
+    }
+
+    /// Startups (`--max-startups`, `--max-startups-per-address`) and the TLS handshake's deadline.
+    private static func applyAdmissionLimits(
+        _ options: TunnelServerLaunchOptions, _ limits: TunnelServerSettings.Limits, to settings: inout TunnelServer.Settings
+    ) throws {
+        settings.startups = limits.startups
+        if let text = options.startups {
+            do {
+                settings.startups = try StartupsPolicy(parsing: text)
+            } catch {
+                throw TunnelServerLaunchError.invalidOption("--max-startups \(error)")
+            }
+        }
+        settings.startupsPerAddress = try positive(options.startupsPerAddress ?? limits.startupsPerAddress, "--max-startups-per-address")
+        settings.tlsHandshakeTimeout = try seconds(options.tlsHandshakeTimeout, orElse: limits.tlsHandshakeTimeout, "--tls-handshake-timeout")
     }
 
     static func isLoopback(_ host: String) -> Bool {

@@ -70,7 +70,7 @@ struct AuthenticationTests {
         }
         let peer = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group)
         // More messages than the gate holds while the (wrong) password is being checked.
-        let flood = Array(repeating: TunnelMessage.fetchConfiguration(identifier: 0), count: TunnelAuthenticationGate.maximumWaiting + 1)
+        let flood = Array(repeating: TunnelMessage.fetchConfiguration(identifier: 0), count: PendingLoginMessages.maximumCount + 1)
         try await peer.send([.authenticate(login: "alice", password: "wrong")] + flood)
         #expect(await peer.next() == .authenticateResult(.refused))
         #expect(await peer.waitForClose())

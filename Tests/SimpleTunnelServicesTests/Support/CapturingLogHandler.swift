@@ -1,15 +1,15 @@
 import Logging
 import NIOConcurrencyHelpers
 
-/// A log handler that keeps every line, for tests of what is logged and how often.
+/// Keeps every line logged through it, for tests that count lines.
 struct CapturingLogHandler: LogHandler {
-    struct Line: Sendable {
-        let level: Logger.Level
-        let message: String
-        let metadata: Logger.Metadata
+    final class Lines: Sendable {
+        private let lines = NIOLockedValueBox<[(message: String, metadata: Logger.Metadata)]>([])
+        func append(_ message: String, _ metadata: Logger.Metadata) { lines.withLockedValue { $0.append((message, metadata)) } }
+        var all: [(message: String, metadata: Logger.Metadata)] { lines.withLockedValue { $0 } }
     }
 
-    let lines: NIOLockedValueBox<[Line]>
+    let lines: Lines
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
 
@@ -19,11 +19,11 @@ struct CapturingLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        lines.withLockedValue { $0.append(Line(level: event.level, message: event.message.description, metadata: event.metadata ?? [:])) }
+        lines.append(event.message.description, metadata.merging(event.metadata ?? [:]) { $1 })
     }
 
-    /// A logger whose lines end up in `lines`.
-    static func logger(_ lines: NIOLockedValueBox<[Line]>) -> Logger {
-        Logger(label: "captured") { _ in CapturingLogHandler(lines: lines) }
+    static func logger() -> (Logger, Lines) {
+        let lines = Lines()
+        return (Logger(label: "capture") { _ in CapturingLogHandler(lines: lines) }, lines)
     }
 }

@@ -15,11 +15,17 @@ final class RawTunnelPeer: Sendable {
         self.inbox = inbox
     }
 
-    /// - Parameter first: sent from the event loop as soon as the connection is up,
-    ///   so that a busy test thread cannot delay it past the server's first-message timeout.
-    static func connect(port: Int, group: EventLoopGroup, sending first: TunnelMessage? = nil) async throws -> RawTunnelPeer {
+    /// - Parameters:
+    ///   - first: sent from the event loop as soon as the connection is up,
+    ///     so that a busy test thread cannot delay it past the server's first-message timeout.
+    ///   - source: the local address to connect from (any of 127.0.0.0/8), to look like another client.
+    static func connect(port: Int, group: EventLoopGroup, sending first: TunnelMessage? = nil, from source: String? = nil) async throws -> RawTunnelPeer {
         let inbox = Inbox()
-        let channel = try await ClientBootstrap(group: group)
+        var bootstrap = ClientBootstrap(group: group)
+        if let source {
+            bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0))
+        }
+        let channel = try await bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addTunnelMessageCodec()

@@ -1,6 +1,5 @@
 import Logging
 import NIOCore
-import NIOPosix
 
 /// Said by the gate once a tunnel's login is accepted.
 public struct TunnelAuthenticatedEvent: Sendable {
@@ -10,43 +9,55 @@ public struct TunnelAuthenticatedEvent: Sendable {
 /// Password authentication before anything else (PROTOCOL.md B2): the first
 /// message must be `authenticate`; anything else first, a refused login, or a
 /// source with too many recent failures ends the tunnel. The slow hash runs
-/// off the event loop; messages that arrive meanwhile wait (a few) and follow.
-/// Once the login is accepted the gate leaves the pipeline.
-public final class TunnelAuthenticationGate: ChannelInboundHandler, RemovableChannelHandler {
+/// off the event loop through the server's `PasswordChecker`; meanwhile the
+/// socket is not read, and the few small messages already read wait
+/// (`PendingLoginMessages`) and follow. Once the login is accepted the gate
+/// leaves the pipeline.
+public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = TunnelInboundMessage
     public typealias InboundOut = TunnelInboundMessage
+    public typealias OutboundIn = TunnelMessage
     public typealias OutboundOut = TunnelMessage
 
     private enum State {
         case awaiting
-        case verifying(waiting: [TunnelInboundMessage])
+        case verifying(pending: PendingLoginMessages)
         case accepted
         case refused
     }
 
-    /// Messages held while the password is checked; more means the peer is not waiting for the answer.
-    static let maximumWaiting = 64
+    /// Longer passwords are refused unchecked: no one types them, and they would be held while the check waits.
+    static let maximumPasswordBytes = 1024
 
     private let users: UserDatabase
     private let limiter: LoginRateLimiter
-    private let source: String
-    private let threadPool: NIOThreadPool
+    private let checker: PasswordChecker
+    private let refusals: ThrottledRefusalLog<LoginRefusal>
+    private let source: ClientAddressGroup
     private let metrics: TunnelServerMetrics?
     private let peer: TunnelPeer?
     private var logger: Logger
     private var state = State.awaiting
+    /// A `read()` held back while the password is checked.
+    private var readDeferred = false
 
-    public init(
-        users: UserDatabase, limiter: LoginRateLimiter, source: String, threadPool: NIOThreadPool = .singleton,
-        metrics: TunnelServerMetrics? = nil, peer: TunnelPeer? = nil, logger: Logger
+    init(
+        users: UserDatabase, limiter: LoginRateLimiter, checker: PasswordChecker, refusals: ThrottledRefusalLog<LoginRefusal>,
+        source: ClientAddressGroup, metrics: TunnelServerMetrics? = nil, peer: TunnelPeer? = nil, logger: Logger
     ) {
-        self.metrics = metrics
-        self.peer = peer
         self.users = users
         self.limiter = limiter
+        self.checker = checker
+        self.refusals = refusals
         self.source = source
-        self.threadPool = threadPool
+        self.metrics = metrics
+        self.peer = peer
         self.logger = logger
+    }
+
+    public func read(context: ChannelHandlerContext) {
+        guard case .verifying = state else { return context.read() }
+        readDeferred = true
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -56,63 +67,90 @@ public final class TunnelAuthenticationGate: ChannelInboundHandler, RemovableCha
             context.fireChannelRead(data)
         case .refused:
             break
-        case .verifying(var waiting):
-            guard waiting.count < Self.maximumWaiting else {
-                return refuse(context: context, login: nil, reason: "more than \(Self.maximumWaiting) messages before the login was answered")
+        case .verifying(var pending):
+            guard pending.hold(inbound) else {
+                return refuse(context: context, login: nil, .oversized)
             }
-            waiting.append(inbound)
-            state = .verifying(waiting: waiting)
+            state = .verifying(pending: pending)
         case .awaiting:
             guard case .message(.authenticate(let login, let password)) = inbound else {
-                state = .refused
-                logger.notice("closing tunnel", metadata: ["reason": "this server requires authenticate as the first message"])
-                context.close(promise: nil)
-                return
+                return refuse(context: context, login: nil, .notFirst)
             }
-            guard limiter.allows(source) else {
-                return refuse(context: context, login: login, reason: "too many failed logins from \(source); try again later")
+            guard let attempt = limiter.beginAttempt(source.description) else {
+                return refuse(context: context, login: login, .rateLimited)
             }
-            state = .verifying(waiting: [])
+            guard password.utf8.count <= Self.maximumPasswordBytes else {
+                return refuse(context: context, login: login, .oversized)
+            }
+            state = .verifying(pending: PendingLoginMessages())
             let users = self.users
-            threadPool.runIfActive(eventLoop: context.eventLoop) {
+            checker.check(source: source, on: context.eventLoop) {
                 users.verify(login: login, password: password)
             }
             .assumeIsolated()
             .whenComplete { [self] result in
-                if case .success(true) = result {
+                // A right password, or one never checked, is no failed attempt.
+                if case .success(true) = result { limiter.succeeded(attempt) }
+                if case .failure(let error) = result, error is PasswordCheckRefusal { limiter.succeeded(attempt) }
+                // Already refused (the peer did not wait for the answer): once is enough.
+                guard case .verifying = state else { return }
+                switch result {
+                case .success(true):
                     accept(context: context, login: login)
-                } else {
-                    limiter.recordFailure(source)
-                    // Already refused (the peer did not wait for the answer): once is enough.
-                    guard case .verifying = state else { return }
+                case .success(false):
                     refuse(context: context, login: login, reason: "wrong login or password")
+                case .failure(let refusal as PasswordCheckRefusal):
+                    refuse(context: context, login: login, .busy, detail: refusal.description)
+                case .failure(let error):
+                    refuse(context: context, login: login, reason: "the password could not be checked: \(error)")
                 }
             }
         }
     }
 
     private func accept(context: ChannelHandlerContext, login: String) {
-        guard case .verifying(let waiting) = state else { return }
+        guard case .verifying(let pending) = state else { return }
         state = .accepted
         logger.info("login accepted", metadata: ["login": "\(login)"])
         peer?.loggedIn(as: login)
         context.writeAndFlush(wrapOutboundOut(.authenticateResult(.success)), promise: nil)
         context.fireUserInboundEventTriggered(TunnelAuthenticatedEvent(login: login))
-        for message in waiting {
+        for message in pending.messages {
             context.fireChannelRead(wrapInboundOut(message))
         }
-        if !waiting.isEmpty {
+        if !pending.messages.isEmpty {
             context.fireChannelReadComplete()
+        }
+        if readDeferred {
+            readDeferred = false
+            context.read()
         }
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 
-    private func refuse(context: ChannelHandlerContext, login: String?, reason: String) {
-        state = .refused
-        metrics?.authenticationFailures.increment()
-        var metadata: Logger.Metadata = ["reason": "\(reason)", "source": "\(source)"]
+    /// A refusal a peer can cause without a hash: logged through the server's throttle.
+    private func refuse(context: ChannelHandlerContext, login: String?, _ refusal: LoginRefusal, detail: String? = nil) {
+        var metadata: Logger.Metadata = ["source": "\(source)"]
         if let login { metadata["login"] = "\(login)" }
-        logger.notice("login refused", metadata: metadata)
+        if let detail { metadata["detail"] = "\(detail)" }
+        refusals.note(refusal, metadata: metadata)
+        close(context: context, loginRefused: refusal.isAnswered)
+    }
+
+    /// A refusal after a hash ran: each is logged.
+    private func refuse(context: ChannelHandlerContext, login: String, reason: String) {
+        logger.notice("login refused", metadata: ["reason": "\(reason)", "source": "\(source)", "login": "\(login)"])
+        close(context: context, loginRefused: true)
+    }
+
+    /// Ends the tunnel, first answering (and counting) a refused login.
+    private func close(context: ChannelHandlerContext, loginRefused: Bool) {
+        switch state {
+        case .accepted, .refused: return
+        case .awaiting, .verifying: state = .refused
+        }
+        guard loginRefused else { return context.close(promise: nil) }
+        metrics?.authenticationFailures.increment()
         context.writeAndFlush(wrapOutboundOut(.authenticateResult(.refused))).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }

@@ -3,10 +3,15 @@ import Foundation
 /// The server's users file (`--users FILE`): one `login:hash` line per user,
 /// `#` comments and blank lines allowed. Written atomically with mode 0600.
 public struct UserDatabase: Sendable, Hashable {
-    public private(set) var users: [String: PasswordHash]
+    public private(set) var users: [String: PasswordHash] {
+        didSet { maximumIterations = Self.maximumIterations(of: users) }
+    }
+    /// What every check costs (see `verify`): the slowest user's iterations.
+    public private(set) var maximumIterations: Int
 
     public init(users: [String: PasswordHash] = [:]) {
         self.users = users
+        self.maximumIterations = Self.maximumIterations(of: users)
     }
 
     public init(parsing text: String, path: String = "users file") throws(UserDatabaseError) {
@@ -27,7 +32,7 @@ public struct UserDatabase: Sendable, Hashable {
                 throw .malformedLine(path: path, line: index + 1, reason: error.description)
             }
         }
-        self.users = users
+        self.init(users: users)
     }
 
     public static func load(path: String) throws(UserDatabaseError) -> UserDatabase {
@@ -49,18 +54,26 @@ public struct UserDatabase: Sendable, Hashable {
         users[login] = hash
     }
 
-    /// Whether `password` is `login`'s. Unknown logins cost as much as known ones.
+    /// Whether `password` is `login`'s. Every check costs `maximumIterations`,
+    /// whichever login it names and whether it exists, so that timing does
+    /// not tell which logins exist: an unknown login is hashed against a
+    /// decoy, and a user with fewer iterations is topped up with one.
     public func verify(login: String, password: String) -> Bool {
-        guard let hash = users[login] else {
-            _ = Self.decoy.matches(password)
-            return false
+        let matches = users[login]?.matches(password) ?? false
+        let spent = users[login]?.iterations ?? 0
+        if spent < maximumIterations {
+            _ = Self.decoy(iterations: maximumIterations - spent).matches(password)
         }
-        return hash.matches(password)
+        return matches
     }
 
-    /// Hashed against for unknown logins, so that timing does not tell which logins exist.
-    private static let decoy = PasswordHash(
-        iterations: PasswordHash.defaultIterations, salt: [UInt8](repeating: 0, count: 16), hash: [UInt8](repeating: 0, count: 32))
+    private static func decoy(iterations: Int) -> PasswordHash {
+        PasswordHash(iterations: iterations, salt: [UInt8](repeating: 0, count: 16), hash: [UInt8](repeating: 0, count: 32))
+    }
+
+    private static func maximumIterations(of users: [String: PasswordHash]) -> Int {
+        users.values.map(\.iterations).max() ?? PasswordHash.defaultIterations
+    }
 
     public var fileText: String {
         "# SimpleTunnel users: LOGIN:HASH, written by `tunnel-server passwd`.\n"

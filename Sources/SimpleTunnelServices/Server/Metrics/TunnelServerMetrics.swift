@@ -12,6 +12,9 @@ public struct TunnelServerMetrics: Sendable {
     private let flows: [FlowState.Kind: Meter]
     private let openResults: [TunnelConnectionOpenResult: Counter]
     private let droppedPackets: [DroppedPacketReason: Counter]
+    /// Connections accepted that have not yet finished TLS and login.
+    let unauthenticatedConnections: Meter
+    private let admissionRefusals: [AdmissionRefusal: Counter]
 
     enum DroppedPacketReason: String, CaseIterable {
         case spoofed, notIPv4 = "not_ipv4", unroutable, congested
@@ -41,11 +44,18 @@ public struct TunnelServerMetrics: Sendable {
             dropped[reason] = Counter(label: "simpletunnel_dropped_packets_total", dimensions: [("reason", reason.rawValue)], factory: factory)
         }
         self.droppedPackets = dropped
+        unauthenticatedConnections = Meter(label: "simpletunnel_unauthenticated_connections", factory: factory)
+        var refusals: [AdmissionRefusal: Counter] = [:]
+        for reason in AdmissionRefusal.allCases {
+            refusals[reason] = Counter(label: "simpletunnel_admission_refusals_total", dimensions: [("reason", reason.rawValue)], factory: factory)
+        }
+        self.admissionRefusals = refusals
     }
 
     func flowOpened(_ kind: FlowState.Kind) { flows[kind]?.increment() }
     func flowClosed(_ kind: FlowState.Kind) { flows[kind]?.decrement() }
     func openResult(_ result: TunnelConnectionOpenResult) { openResults[result]?.increment() }
+    func admissionRefusal(_ reason: AdmissionRefusal) { admissionRefusals[reason]?.increment() }
     func droppedPackets(_ reason: DroppedPacketReason, count: Int) {
         guard count > 0 else { return }
         droppedPackets[reason]?.increment(by: count)

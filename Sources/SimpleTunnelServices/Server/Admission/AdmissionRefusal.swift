@@ -1,0 +1,21 @@
+/// Why a connection was turned away or cut off before it became a tunnel;
+/// the raw value labels the metric.
+public enum AdmissionRefusal: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case tunnelsFull = "tunnels_full"
+    case startupsFull = "startups_full"
+    case earlyDrop = "early_drop"
+    case perAddress = "per_address"
+    case tlsHandshakeTimeout = "tls_handshake_timeout"
+    case startupTimeout = "startup_timeout"
+
+    public var description: String {
+        switch self {
+        case .tunnelsFull: return "the server serves as many tunnels as it may"
+        case .startupsFull: return "too many connections have not finished TLS and login"
+        case .earlyDrop: return "dropped early: many connections have not finished TLS and login"
+        case .perAddress: return "too many connections from one address have not finished TLS and login"
+        case .tlsHandshakeTimeout: return "no TLS handshake in time"
+        case .startupTimeout: return "no valid first message (or login) in time"
+        }
+    }
+}

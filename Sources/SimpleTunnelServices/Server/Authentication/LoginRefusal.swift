@@ -1,0 +1,27 @@
+/// Why a login was refused; the ones a peer can cause without a hash being
+/// run are logged through a throttle (`ThrottledRefusalLog`).
+enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
+    case notFirst = "not_first"
+    case rateLimited = "rate_limited"
+    case busy
+    case oversized
+
+    /// Whether the peer is told its login was refused before the tunnel closes. Not when
+    /// there was no login, nor when the server was too busy to check it: a client takes
+    /// a refusal as final, while a tunnel that just closes is tried again later.
+    var isAnswered: Bool {
+        switch self {
+        case .notFirst, .busy: return false
+        case .rateLimited, .oversized: return true
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .notFirst: return "this server requires authenticate as the first message"
+        case .rateLimited: return "too many failed logins from one address; try again later"
+        case .busy: return "too many logins are being checked"
+        case .oversized: return "the login, or what followed it before the answer, was too large"
+        }
+    }
+}
