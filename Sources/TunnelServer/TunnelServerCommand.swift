@@ -118,6 +118,17 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("flow-drain-timeout"), help: "Seconds a closed TCP flow's unsent data may drain before its socket is reset. Default 30.")
     var flowDrainTimeout: Double?
 
+    @Option(name: .customLong("tunnel-buffer-mib"), help: "MiB one tunnel may queue for its client; past it its flows stop reading. Default 8.")
+    var tunnelBufferMiB: Int?
+
+    @Option(name: .customLong("early-data-mib"), help: "MiB of data one tunnel may send for flows still connecting; past it it is not read. Default 4.")
+    var earlyDataMiB: Int?
+
+    @Option(
+        name: .customLong("server-buffer-mib"),
+        help: "MiB all tunnels together may hold for their clients; past it they pause. Default: a quarter of RAM, at most 1024.")
+    var serverBufferMiB: Int?
+
     @Option(help: "Serve Prometheus metrics at http://ADDR:PORT/metrics (off by default).")
     var metrics: String?
 
@@ -193,6 +204,9 @@ struct Serve: AsyncParsableCommand {
         options.idleTimeout = idleTimeout
         options.maximumFlowSockets = maximumFlowSockets
         options.flowDrainTimeout = flowDrainTimeout
+        options.tunnelBufferMiB = tunnelBufferMiB
+        options.earlyDataMiB = earlyDataMiB
+        options.serverBufferMiB = serverBufferMiB
         options.startups = startups
         options.startupsPerAddress = startupsPerAddress
         options.tlsHandshakeTimeout = tlsHandshakeTimeout

@@ -27,13 +27,15 @@ extension TunnelServerSettings {
 extension TunnelServerSettings.Limits {
     static let knownKeys = [
         "FlowsPerTunnel", "Tunnels", "FirstMessageTimeout", "ConnectTimeout", "UDPIdleTimeout", "UDPFlowsPerTunnel", "FlowSockets",
-        "FlowDrainTimeout",
+        "FlowDrainTimeout", "TunnelBufferMiB", "EarlyDataMiB", "ServerBufferMiB",
         "Startups", "StartupsPerAddress", "TLSHandshakeTimeout", "LoginChecks", "LoginChecksPerAddress", "LoginFailures",
     ]
     /// Far above any sensible value, low enough that arithmetic on it cannot overflow.
     static let maximumCount = 1 << 24
     /// One day: a longer timeout is a mistake, and the bound keeps `Duration` exact.
     static let maximumSeconds = 86_400.0
+    /// Largest buffer budget a file may set, in MiB (1 TiB).
+    static let maximumMiB = 1 << 20
 
     init(_ node: ConfigurationNode) throws(ConfigurationError) {
         let limits = try node.dictionary()
@@ -49,6 +51,9 @@ extension TunnelServerSettings.Limits {
         }
         if let node = limits.optional("FlowSockets") { flowSockets = try node.positiveInteger(maximum: Self.maximumCount) }
         if let node = limits.optional("FlowDrainTimeout") { flowDrainTimeout = try node.seconds(maximum: Self.maximumSeconds) }
+        if let node = limits.optional("TunnelBufferMiB") { tunnelBufferMiB = try node.positiveInteger(maximum: Self.maximumMiB) }
+        if let node = limits.optional("EarlyDataMiB") { earlyDataMiB = try node.positiveInteger(maximum: Self.maximumMiB) }
+        if let node = limits.optional("ServerBufferMiB") { serverBufferMiB = try node.positiveInteger(maximum: Self.maximumMiB) }
         if let node = limits.optional("Startups") { startups = try Self.startups(node) }
         if let node = limits.optional("StartupsPerAddress") { startupsPerAddress = try node.positiveInteger(maximum: Self.maximumCount) }
         if let node = limits.optional("TLSHandshakeTimeout") { tlsHandshakeTimeout = try node.seconds(maximum: Self.maximumSeconds) }

@@ -58,6 +58,12 @@ public struct TunnelServerSettings: Sendable, Hashable {
         public var flowSockets: Int?
         /// How long a closed TCP flow's unsent data may drain before the socket is reset (`FlowDrainTimeout`).
         public var flowDrainTimeout: Duration
+        /// MiB one tunnel may queue for its client over all its flows (`TunnelBufferMiB`).
+        public var tunnelBufferMiB = TunnelMultiplexer.Limits().tunnelBufferBudget >> 20
+        /// MiB of early data one tunnel may hold for flows still connecting (`EarlyDataMiB`).
+        public var earlyDataMiB = TunnelMultiplexer.Limits().tunnelEarlyDataBudget >> 20
+        /// MiB all tunnels together may hold for their clients (`ServerBufferMiB`); nil = a quarter of RAM, at most 1 GiB.
+        public var serverBufferMiB: Int?
         /// Connections not yet past TLS and login: random early drop from START, all at FULL (`Startups`, "START:RATE:FULL").
         public var startups = AdmissionControl.Limits().startups
         /// Unauthenticated connections from one address, an IPv6 /64 counting as one (`StartupsPerAddress`).

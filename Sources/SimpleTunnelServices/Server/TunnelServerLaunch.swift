@@ -26,6 +26,10 @@ public struct TunnelServerLaunchOptions: Sendable {
     public var maximumFlowSockets: Int?
     /// Seconds a closed TCP flow's unsent data may drain before its socket is reset.
     public var flowDrainTimeout: Double?
+    /// MiB a tunnel may queue for its client, hold as early data, and all tunnels together.
+    public var tunnelBufferMiB: Int?
+    public var earlyDataMiB: Int?
+    public var serverBufferMiB: Int?
     /// `--max-startups START:RATE:FULL` and the other admission and login limits.
     public var startups: String?
     public var startupsPerAddress: Int?
@@ -104,6 +108,7 @@ public struct TunnelServerLaunch: Sendable {
         let loopback = Self.isLoopback(settings.host)
         // On a public address, clients must not reach the server's own loopback services or the cloud metadata service.
         let policy = loopback ? server.policy : server.policy.withPublicListenerDefaults()
+        try applyBufferBudgets(options, limits, to: &settings)
         settings.opener.drainTimeout = try seconds(options.flowDrainTimeout, orElse: limits.flowDrainTimeout, "--flow-drain-timeout")
         let (budget, socketWarning) = try flowSocketBudget(
             asked: options.maximumFlowSockets ?? limits.flowSockets, openFileLimit: openFileLimit, maximumTunnels: settings.maximumTunnels,
@@ -197,6 +202,17 @@ public struct TunnelServerLaunch: Sendable {
         }
         let share = FlowSocketBudget.tunnelShare(serverLimit: limit, maximumFlowsPerTunnel: maximumFlowsPerTunnel)
         return (FlowSocketBudget(serverLimit: limit, tunnelShare: share), warning)
+    }
+
+    /// What tunnels may hold for their clients, alone and together.
+    private static func applyBufferBudgets(
+        _ options: TunnelServerLaunchOptions, _ limits: TunnelServerSettings.Limits, to settings: inout TunnelServer.Settings
+    ) throws {
+        settings.multiplexerLimits.tunnelBufferBudget = try positive(options.tunnelBufferMiB ?? limits.tunnelBufferMiB, "--tunnel-buffer-mib") << 20
+        settings.multiplexerLimits.tunnelEarlyDataBudget = try positive(options.earlyDataMiB ?? limits.earlyDataMiB, "--early-data-mib") << 20
+        if let mebibytes = options.serverBufferMiB ?? limits.serverBufferMiB {
+            settings.bufferBudget = ServerBufferBudget(limit: try positive(mebibytes, "--server-buffer-mib") << 20)
+        }
     }
 
     /// Startups (`--max-startups`, `--max-startups-per-address`) and the TLS handshake's deadline.

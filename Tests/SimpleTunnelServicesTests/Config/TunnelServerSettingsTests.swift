@@ -29,6 +29,7 @@ struct TunnelServerSettingsTests {
             "Limits": .dictionary([
                 "FlowsPerTunnel": 100, "Tunnels": 3, "FirstMessageTimeout": .real(0.25),
                 "ConnectTimeout": 5, "UDPIdleTimeout": 120, "UDPFlowsPerTunnel": 7, "FlowSockets": 900, "FlowDrainTimeout": .real(2.5),
+                "TunnelBufferMiB": 2, "EarlyDataMiB": 1, "ServerBufferMiB": 64,
             ]),
             "Policy": .dictionary(["Allow": .strings(["*.example.com:443"]), "Deny": .strings(["10.0.0.0/8"])]),
         ])).server
@@ -37,10 +38,14 @@ struct TunnelServerSettingsTests {
         #expect(settings.certificatePath == "/etc/tunnel/server.pem")
         #expect(settings.privateKeyPath == "/etc/tunnel/server.key")
         #expect(settings.clientCAPath == "/etc/tunnel/clients.pem")
-        #expect(settings.limits == TunnelServerSettings.Limits(
+        var expected = TunnelServerSettings.Limits(
             flowsPerTunnel: 100, tunnels: 3, firstMessageTimeout: .milliseconds(250),
             connectTimeout: .seconds(5), udpIdleTimeout: .seconds(120), udpFlowsPerTunnel: 7, flowSockets: 900, flowDrainTimeout: .milliseconds(2500)
-        ))
+        )
+        expected.tunnelBufferMiB = 2
+        expected.earlyDataMiB = 1
+        expected.serverBufferMiB = 64
+        #expect(settings.limits == expected)
         #expect(settings.policy == (try DestinationPolicy(allow: ["*.example.com:443"], deny: ["10.0.0.0/8"])))
     }
 

@@ -24,6 +24,23 @@ struct TunnelServerLaunchTests {
         #expect(launch.settings.clientConfiguration["IPv4"] == nil)
     }
 
+    @Test func bufferBudgetsComeFromTheirFlags() throws {
+        let launch = try TunnelServerLaunch.prepare(
+            options {
+                $0.tunnelBufferMiB = 2
+                $0.earlyDataMiB = 1
+                $0.serverBufferMiB = 64
+            }, resolvConf: nil)
+        #expect(launch.settings.multiplexerLimits.tunnelBufferBudget == 2 << 20)
+        #expect(launch.settings.multiplexerLimits.tunnelEarlyDataBudget == 1 << 20)
+        #expect(launch.settings.bufferBudget.limit == 64 << 20)
+        let defaults = try TunnelServerLaunch.prepare(options(), resolvConf: nil)
+        #expect(defaults.settings.bufferBudget.limit <= 1 << 30)
+        #expect(throws: TunnelServerLaunchError.self) {
+            try TunnelServerLaunch.prepare(options { $0.serverBufferMiB = 0 }, resolvConf: nil)
+        }
+    }
+
     @Test func applesSampleConfigurationLoadsUnchanged() throws {
         let launch = try TunnelServerLaunch.prepare(
             options { $0.configurationPath = RepositoryPaths.appleSampleConfiguration.path }, resolvConf: nil)
