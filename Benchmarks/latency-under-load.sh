@@ -287,7 +287,7 @@ start_tunnel_server() {
     SERVER_PID=$LAST_PID
     server_ready() {
         kill -0 "$SERVER_PID" 2>/dev/null || { cat "$SERVER_LOG" >&2; die "tunnel-server exited"; }
-        grep -q 'listening on' "$SERVER_LOG" && grep -Eq 'SHA-256 [0-9A-Fa-f:]{64,}' "$SERVER_LOG"
+        grep -qs 'listening on' "$SERVER_LOG" && grep -Eqs 'SHA-256 [0-9A-Fa-f:]{64,}' "$SERVER_LOG"
     }
     wait_for 20 "tunnel-server listening" server_ready
     FINGERPRINT=$(grep -Eo 'SHA-256 [0-9A-Fa-f:]{64,}' "$SERVER_LOG" | head -n 1 | cut -d' ' -f2)
@@ -305,11 +305,13 @@ OURS=(127.0.0.1 17001 127.0.0.1 17002 "$TUNNEL_PORT")
 SSH=(127.0.0.1 17011 127.0.0.1 17012 "$SSH_PORT")
 IPT=("$TUN_ADDR" "$IPERF_PORT" "$TUN_ADDR" "$ECHO_PORT" "$TUNNEL_PORT")
 
+CLIENT_PID=
 start_ours() {
     # shellcheck disable=SC2086
     start "$WORK/logs/tunnel-client-forward.log" "$CLI" "$BIN/tunnel-client" forward "${TRUST[@]}" \
         --control "$WORK/forward.sock" $OURS_CLIENT_ARGS \
         -L "127.0.0.1:${OURS[1]}:127.0.0.1:$IPERF_PORT" -L "127.0.0.1:${OURS[3]}:127.0.0.1:$ECHO_PORT"
+    CLIENT_PID=$LAST_PID
     wait_for 20 "tunnel-client forward listening" listening "$CLI" "${OURS[3]}"
 }
 start_ssh() {
@@ -317,21 +319,22 @@ start_ssh() {
         -o IdentityAgent=none -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes \
         -o LogLevel=ERROR -o ExitOnForwardFailure=yes -p "$SSH_PORT" \
         -L "127.0.0.1:${SSH[1]}:127.0.0.1:$IPERF_PORT" -L "127.0.0.1:${SSH[3]}:127.0.0.1:$ECHO_PORT" "$(id -un)@$SRV_ADDR"
+    CLIENT_PID=$LAST_PID
     wait_for 20 "ssh -L listening" listening "$CLI" "${SSH[3]}"
 }
-IP_CLIENT_PID=
 start_ip() {
     # shellcheck disable=SC2086
     start "$WORK/logs/tunnel-client-ip.log" "$CLI" "$BIN/tunnel-client" ip "${TRUST[@]}" \
         --control "$WORK/ip.sock" --tun lulcli0 $OURS_CLIENT_ARGS
-    IP_CLIENT_PID=$LAST_PID
+    CLIENT_PID=$LAST_PID
     ip_up() {
-        kill -0 "$IP_CLIENT_PID" 2>/dev/null || { cat "$WORK/logs/tunnel-client-ip.log" >&2; die "tunnel-client ip exited"; }
+        kill -0 "$CLIENT_PID" 2>/dev/null || { cat "$WORK/logs/tunnel-client-ip.log" >&2; die "tunnel-client ip exited"; }
         ip -n "$CLI" route get "$TUN_ADDR" 2>/dev/null | grep -q 'dev lulcli0'
     }
     wait_for 20 "tunnel-client ip routing $TUN_ADDR through its TUN" ip_up
 }
-stop_ip() { [ -z "$IP_CLIENT_PID" ] || stop_pid "$IP_CLIENT_PID"; IP_CLIENT_PID=; }
+# One setup's client at a time, so the snapshot finds one tunnel connection.
+stop_client() { [ -z "$CLIENT_PID" ] || stop_pid "$CLIENT_PID"; CLIENT_PID=; }
 
 # ------------------------------------------------------------ measurements
 RESULTS="$WORK/results.jsonl"
@@ -363,11 +366,11 @@ snapshot() {     # snapshot NAME PORT: the download's sender socket and the tbf 
     local name=$1 port=$2 file="$WORK/logs/snapshot-$1.txt"
     {
         echo "## server side ss -tinm (sport $port)"
-        ip netns exec "$SRV" ss -Htinm "( sport = :$port )" || true
+        ip netns exec "$SRV" ss -Htinm state established "( sport = :$port )" || true
         echo "## server side ss -tin, TUN-side connections (IP tunnel)"
-        ip netns exec "$SRV" ss -Htin "( src $TUN_ADDR )" || true
+        ip netns exec "$SRV" ss -Htin state established "( src $TUN_ADDR )" || true
         echo "## client side ss -tin"
-        ip netns exec "$CLI" ss -Htin || true
+        ip netns exec "$CLI" ss -Htin state established || true
         echo "## server side qdisc"
         ip netns exec "$SRV" tc -s qdisc show dev veth-s || true
     } >"$file" 2>&1
@@ -413,9 +416,9 @@ log "rate $RATE, downloads of $DURATION s, probes every $INTERVAL_MS ms answered
 for setup in $SETUPS; do
     case $setup in
         direct) measure_setup direct "${DIRECT[@]}" ;;
-        ours) start_ours; measure_setup ours "${OURS[@]}" ;;
-        ssh) start_ssh; measure_setup ssh "${SSH[@]}" ;;
-        ip) start_ip; measure_setup ip "${IPT[@]}"; stop_ip ;;
+        ours) start_ours; measure_setup ours "${OURS[@]}"; stop_client ;;
+        ssh) start_ssh; measure_setup ssh "${SSH[@]}"; stop_client ;;
+        ip) start_ip; measure_setup ip "${IPT[@]}"; stop_client ;;
         *) die "unknown setup '$setup' (direct ours ssh ip)" ;;
     esac
 done

@@ -211,19 +211,24 @@ def _field(details, name):
 def _busiest(connections, port=None):
     best = None
     for fields, details in connections:
-        if len(fields) < 5 or (port is not None and not fields[3].endswith(f":{port}")):
+        # With a state filter ss leaves out the State column: find the addresses instead.
+        addresses = [i for i, f in enumerate(fields) if re.fullmatch(r".+:\d+", f)]
+        if len(addresses) < 2 or addresses[0] < 1:
+            continue
+        local, peer, send_q = fields[addresses[0]], fields[addresses[1]], fields[addresses[0] - 1]
+        if port is not None and not local.endswith(f":{port}"):
             continue
         sent = _field(details, "bytes_sent") or 0
         if best is None or sent > best[0]:
-            best = (sent, fields, details)
+            best = (sent, (local, peer, send_q), details)
     if best is None:
         return None
-    _, fields, details = best
+    _, (local, peer, send_q), details = best
     mss = _field(details, "mss") or 0
     unacked = _field(details, "unacked") or 0
     cc = re.search(r"(?:^|\s)([a-z0-9]+) wscale:", details)  # ss prints the algorithm just before wscale
     rtt = re.search(r"(?:^|\s)rtt:([0-9.]+)", details)
-    return {"connection": f"{fields[3]} -> {fields[4]}", "cc": cc.group(1) if cc else None, "send_q": int(fields[2]),
+    return {"connection": f"{local} -> {peer}", "cc": cc.group(1) if cc else None, "send_q": int(send_q),
             "cwnd": _field(details, "cwnd"), "rtt_ms": float(rtt.group(1)) if rtt else None,
             "unacked_bytes": int(unacked * mss), "notsent_bytes": int(_field(details, "notsent") or 0)}
 
