@@ -41,8 +41,9 @@
 #   OPEN_AT=3            seconds into the download when the "during" echo flow opens
 #   INTERVAL_MS=30       probe interval
 #   PROBE_TIMEOUT=2      seconds an answer (and a connect) may take
-#   CC=                  congestion control for both namespaces (bbr, cubic, ...); empty keeps
-#                        what new namespaces get; the one in use is printed either way
+#   CC=                  congestion control for both namespaces (one the host allows:
+#                        net.ipv4.tcp_allowed_congestion_control); empty keeps what new
+#                        namespaces get (the host's default); the one in use is printed
 #   SETUPS="direct ours ssh ip"   which setups to run
 #   SKIP_BUILD=1         use the release binaries already built
 #   OURS_BIN=DIR         tunnel-server and tunnel-client from DIR (implies SKIP_BUILD=1)
@@ -188,6 +189,9 @@ for pair in "$CLI:veth-c" "$SRV:veth-s"; do
     ip netns exec "${pair%%:*}" tc qdisc add dev "${pair#*:}" root tbf rate "$RATE" burst 32kbit latency 50ms
 done
 if [ -n "$CC" ]; then
+    # A namespace may only pick what the host allows (root namespace: any available one).
+    allowed=$(ip netns exec "$SRV" sysctl -n net.ipv4.tcp_allowed_congestion_control)
+    [[ " $allowed " == *" $CC "* ]] || die "CC=$CC is not in net.ipv4.tcp_allowed_congestion_control ($allowed); the host must allow it first"
     for ns in "$CLI" "$SRV"; do
         ip netns exec "$ns" sysctl -qw "net.ipv4.tcp_congestion_control=$CC" || die "cannot set congestion control $CC"
     done
@@ -341,11 +345,13 @@ RESULTS="$WORK/results.jsonl"
 : >"$RESULTS"
 INTERVAL=$(awk -v ms="$INTERVAL_MS" 'BEGIN { printf "%.3f", ms / 1000 }')
 
-probe() {        # probe OUTFILE HOST PORT OPEN_AT MEASURE_FROM MEASURE_UNTIL (seconds after start)
-    local out=$1 limit
-    limit=$(awk -v u="$6" -v t="$PROBE_TIMEOUT" 'BEGIN { printf "%d", u + 2 * t + 10 }')
-    timeout -k 2 "$limit" ip netns exec "$CLI" python3 "$PROBE" probe --host "$2" --port "$3" \
-        --interval "$INTERVAL" --timeout "$PROBE_TIMEOUT" --open-at "$4" --measure-from "$5" --measure-until "$6" \
+now() { date +%s.%N; }
+plus() { awk -v a="$1" -v b="$2" -v c="${3:-0}" 'BEGIN { printf "%.3f", a + b + c }'; }   # plus A B [C]: A+B+C
+
+probe() {        # probe OUTFILE HOST PORT PROBE-OPTIONS...: one echo flow, bounded
+    local out=$1 host=$2 port=$3; shift 3
+    timeout -k 2 $((DURATION + IDLE_SECONDS + 4 * PROBE_TIMEOUT + 40)) ip netns exec "$CLI" python3 "$PROBE" probe \
+        --host "$host" --port "$port" --interval "$INTERVAL" --timeout "$PROBE_TIMEOUT" "$@" \
         >"$out" 2>>"$WORK/logs/probe.log" || true
     [ -s "$out" ] || echo '{"error": "the probe did not finish in time", "sent": 0}' >"$out"
 }
@@ -387,28 +393,33 @@ record() {       # record SETUP SCENARIO PROBE_FILE [IPERF_FILE]
 }
 
 measure_setup() { # measure_setup NAME TP_HOST TP_PORT ECHO_HOST ECHO_PORT SENDER_PORT
-    local name=$1 tph=$2 tpp=$3 eh=$4 ep=$5 sport=$6 f=$WORK/logs/$1 mid
-    mid=$(( DURATION / 2 ))
-    rm -f "$WORK/where-$name.json"
-    probe "$f-idle.json" "$eh" "$ep" 0 0.5 "$((IDLE_SECONDS + 1))"
+    local name=$1 tph=$2 tpp=$3 eh=$4 ep=$5 sport=$6 f=$WORK/logs/$1 t0 probe_pid iperf_pid i
+    rm -f "$WORK/where-$name.json" "$WORK/ready" "$WORK/go"
+    t0=$(now)
+    probe "$f-idle.json" "$eh" "$ep" --from-epoch "$(plus "$t0" 1)" --until-epoch "$(plus "$t0" $((IDLE_SECONDS + 1)))"
     record "$name" idle "$f-idle.json"
 
-    # Opened before: warm-up probes until the download is 1.5 s old are not counted.
-    probe "$f-before.json" "$eh" "$ep" 0 2.5 "$((DURATION + 1))" &
-    local probe_pid=$!
-    sleep 1
+    # Opened before: the download starts once the flow has answered; the window opens
+    # 1.5 s into the download (its start-up is excluded) and closes 0.5 s before its end.
+    probe "$f-before.json" "$eh" "$ep" --ready-file "$WORK/ready" --go-file "$WORK/go" &
+    probe_pid=$!
+    for i in $(seq 1 100); do [ -e "$WORK/ready" ] && break; sleep 0.1; done
+    [ -e "$WORK/ready" ] || log "$name: the echo flow did not answer within 10 s before the download"
+    t0=$(now)
     download "$f-before-iperf.json" "$tph" "$tpp" &
-    local iperf_pid=$!
-    sleep "$mid"; snapshot "$name" "$sport"
+    iperf_pid=$!
+    echo "$(plus "$t0" 1.5) $(plus "$t0" "$DURATION" -0.5)" >"$WORK/go.tmp" && mv "$WORK/go.tmp" "$WORK/go"
+    sleep $((DURATION / 2)); snapshot "$name" "$sport"
     wait "$iperf_pid" || true; wait "$probe_pid" || true
     record "$name" before "$f-before.json" "$f-before-iperf.json"
 
     # Opened during: the flow's open and first probe happen OPEN_AT seconds into the download.
+    t0=$(now)
     download "$f-during-iperf.json" "$tph" "$tpp" &
     iperf_pid=$!
-    probe "$f-during.json" "$eh" "$ep" "$OPEN_AT" "$OPEN_AT" "$((DURATION - 1))" &
-    probe_pid=$!
-    wait "$iperf_pid" || true; wait "$probe_pid" || true
+    sleep "$OPEN_AT"
+    probe "$f-during.json" "$eh" "$ep" --from-epoch 0 --until-epoch "$(plus "$t0" "$DURATION" -0.5)"
+    wait "$iperf_pid" || true
     record "$name" during "$f-during.json" "$f-during-iperf.json"
 }
 

@@ -76,8 +76,10 @@ def _ms(value):
 
 
 def probe(args):
-    """Warm-up probes from the connection until --measure-from are not counted, so a flow
-    opened before the load is known to be open (and answering) when the load starts."""
+    """Probes before the measured window are warm-up, not counted. With --ready-file the
+    probe says when its flow first answered; with --go-file it keeps warming up until that
+    file appears and holds the window ("FROM UNTIL", wall-clock seconds), so a flow opened
+    before the load is known to be open and answering when the load starts."""
     start = time.monotonic()
     result = {"connect_ms": None, "sent": 0, "answered": 0, "no_answer": 0, "late": 0,
               "warmup_answered": 0, "error": None}
@@ -99,14 +101,27 @@ def probe(args):
         buffer = b""
         sequence = 0
         next_send = time.monotonic()
-        measure_from = start + args.measure_from
-        measure_until = start + args.measure_until
+        def monotonic(epoch):
+            return time.monotonic() + (epoch - time.time())
+        measure_from, measure_until = monotonic(args.from_epoch), monotonic(args.until_epoch)
+        if args.go_file:   # warm up until the window is known, but not forever
+            measure_from = measure_until = time.monotonic() + args.go_timeout
         deadline = measure_until + args.timeout
+        ready = False
         padding = b"p" * (PROBE_SIZE - _HEADER.size)
         closed = False
         while not closed:
             now = time.monotonic()
+            if args.go_file and os.path.exists(args.go_file):
+                with open(args.go_file) as f:
+                    window = f.read().split()
+                if len(window) == 2:
+                    measure_from, measure_until = monotonic(float(window[0])), monotonic(float(window[1]))
+                    deadline = measure_until + args.timeout
+                    args.go_file = None
             if now >= deadline:
+                if args.go_file:
+                    result["error"] = result["error"] or "no measuring window came (--go-file)"
                 break
             if now >= next_send and now < measure_until:
                 message = _HEADER.pack(sequence, now) + padding
@@ -141,6 +156,9 @@ def probe(args):
                     seq, _ = _HEADER.unpack_from(buffer)
                     buffer = buffer[PROBE_SIZE:]
                     sent = sent_at.pop(seq, None)
+                    if args.ready_file and not ready:
+                        ready = True
+                        open(args.ready_file, "w").close()
                     if sent is None:
                         result["warmup_answered"] += 1 if seq < sequence else 0
                         continue
@@ -252,9 +270,11 @@ def where(args):
         elif title.startswith("server side ss -tin, TUN") and args.setup == "ip":
             result["inner_sender"] = _busiest(_connections(lines))
         elif title.startswith("server side qdisc"):
-            match = re.search(r"backlog (\d+)b (\d+)p", " ".join(lines))
+            # tc prints a size that is a near-exact multiple of 1024 as Kb or Mb.
+            match = re.search(r"backlog (\d+)(b|Kb|Mb) (\d+)p", " ".join(lines))
             if match:
-                result["tbf_backlog_bytes"] = int(match.group(1))
+                unit = {"b": 1, "Kb": 1024, "Mb": 1024 * 1024}[match.group(2)]
+                result["tbf_backlog_bytes"] = int(match.group(1)) * unit
     print(json.dumps(result))
 
 
@@ -375,8 +395,11 @@ def main():
     p.add_argument("--interval", type=float, default=0.03, help="seconds between probes")
     p.add_argument("--timeout", type=float, default=2.0, help="seconds an answer may take (and the connect)")
     p.add_argument("--open-at", type=float, default=0.0, help="seconds after start to connect")
-    p.add_argument("--measure-from", type=float, default=0.0, help="seconds after start; earlier probes are warm-up")
-    p.add_argument("--measure-until", type=float, required=True, help="seconds after start; no probe leaves later")
+    p.add_argument("--from-epoch", type=float, default=0.0, help="wall-clock time; earlier probes are warm-up")
+    p.add_argument("--until-epoch", type=float, default=0.0, help="wall-clock time; no probe leaves later")
+    p.add_argument("--ready-file", help="created when the flow first answers")
+    p.add_argument("--go-file", help="warm up until this file holds the window: FROM UNTIL (wall-clock)")
+    p.add_argument("--go-timeout", type=float, default=30.0, help="seconds to wait for --go-file")
     p.set_defaults(func=probe)
     p = sub.add_parser("iperf")
     p.add_argument("--json", required=True)
