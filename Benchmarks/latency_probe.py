@@ -360,14 +360,22 @@ def report(args):
              "ours_p95_over_direct_p95": _ratio(p95("ours"), p95("direct")),
              "ours_throughput_over_direct": _ratio(tp("ours"), tp("direct"))}
         ratios[scenario] = r
-        def text(value, setup_a):
+        # A latency beside a download that failed was not measured under load.
+        failed = [setup for setup in ("ours", "ssh", "direct") if (setup, scenario) in rows and tp(setup) is None]
+        for key, other in (("ours_p95_over_ssh_p95", "ssh"), ("ours_p95_over_direct_p95", "direct"),
+                           ("ours_throughput_over_direct", "direct")):
+            if "ours" in failed or other in failed:
+                r[key] = None
+        def text(value, other):
+            if "ours" in failed or other in failed:
+                return "n/a (download failed: " + ", ".join(s for s in ("ours", other) if s in failed) + ")"
             if value is not None:
-                return f"{value:.2f}"
-            entry = rows.get((setup_a, scenario), {})
+                return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
+            entry = rows.get(("ours", scenario), {})
             return "stall" if entry.get("probe", {}).get("p95_unanswered") else "n/a"
-        lines.append(f"ratios, {scenario_label}: ours p95 / ssh p95 = {text(r['ours_p95_over_ssh_p95'], 'ours')}, "
-                     f"ours p95 / direct p95 = {text(r['ours_p95_over_direct_p95'], 'ours')}, "
-                     f"ours throughput / direct = {text(r['ours_throughput_over_direct'], 'ours')}")
+        lines.append(f"ratios, {scenario_label}: ours p95 / ssh p95 = {text(r['ours_p95_over_ssh_p95'], 'ssh')}, "
+                     f"ours p95 / direct p95 = {text(r['ours_p95_over_direct_p95'], 'direct')}, "
+                     f"ours throughput / direct = {text(r['ours_throughput_over_direct'], 'direct')}")
     print("", file=out)
     for line in lines:
         print(line, file=out)
