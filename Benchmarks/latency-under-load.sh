@@ -76,6 +76,8 @@ TAG=${TAG:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 PROBE="$ROOT/Benchmarks/latency_probe.py"
+# shellcheck source=Benchmarks/bench-files.sh
+. "$ROOT/Benchmarks/bench-files.sh"
 RESULTS_DIR="$ROOT/benchmark-results"
 OUT_JSON="$RESULTS_DIR/latency-under-load-$RATE${TAG:+-$TAG}.json"
 LOG_COPY="$RESULTS_DIR/latency-under-load-logs"
@@ -184,7 +186,6 @@ ip -n "$CLI" addr add "$CLI_ADDR/24" dev veth-c
 ip -n "$SRV" addr add "$SRV_ADDR/24" dev veth-s
 ip -n "$CLI" link set veth-c up
 ip -n "$SRV" link set veth-s up
-ip -n "$CLI" link set veth-c qlen 1000 2>/dev/null || true
 for pair in "$CLI:veth-c" "$SRV:veth-s"; do
     ip netns exec "${pair%%:*}" tc qdisc add dev "${pair#*:}" root tbf rate "$RATE" burst 32kbit latency 50ms
 done
@@ -224,61 +225,14 @@ openssl x509 -req -in "$WORK/pki/client.csr" -CA "$WORK/pki/ca.crt" -CAkey "$WOR
 
 # The pool's pushed route covers only the tunnel's own /24, so the IP tunnel never
 # carries the other setups' traffic.
-cat >"$WORK/server.plist" <<'PLIST'
-<?xml version="1.0" encoding="UTF-8"?>
-<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-<plist version="1.0">
-<dict>
-	<key>IPv4</key>
-	<dict>
-		<key>Pool</key>
-		<dict>
-			<key>StartAddress</key>
-			<string>10.90.0.2</string>
-			<key>EndAddress</key>
-			<string>10.90.0.250</string>
-		</dict>
-		<key>Routes</key>
-		<array>
-			<dict>
-				<key>Address</key>
-				<string>10.90.0.0</string>
-				<key>Netmask</key>
-				<string>255.255.255.0</string>
-			</dict>
-		</array>
-	</dict>
-	<key>DNS</key>
-	<dict>
-		<key>Servers</key>
-		<array/>
-	</dict>
-</dict>
-</plist>
-PLIST
+write_pool_plist "$WORK/server.plist" 10.90.0.0
 
 ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/host_key" -C latency-bench-host
 ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/client_key" -C latency-bench-client
 cp "$WORK/ssh/client_key.pub" "$WORK/ssh/authorized_keys"
 chmod 600 "$WORK/ssh/authorized_keys"
 [ -d /run/sshd ] || mkdir -p -m 0755 /run/sshd   # sshd's privilege separation directory
-cat >"$WORK/ssh/sshd_config" <<CONF
-Port $SSH_PORT
-ListenAddress $SRV_ADDR
-HostKey $WORK/ssh/host_key
-PidFile $WORK/ssh/sshd.pid
-AuthorizedKeysFile $WORK/ssh/authorized_keys
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-AllowTcpForwarding yes
-X11Forwarding no
-PrintMotd no
-UseDNS no
-CONF
+write_sshd_config "$WORK/ssh/sshd_config" "$SSH_PORT" "$SRV_ADDR" "$WORK/ssh"
 start "$WORK/logs/sshd.log" "$SRV" /usr/sbin/sshd -f "$WORK/ssh/sshd_config" -D -e
 wait_for 10 "sshd listening" listening "$SRV" "$SSH_PORT"
 
