@@ -63,6 +63,8 @@ measuring() { [[ "$MEASURE" == *" $1 "* ]]; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 HELPER="$ROOT/Benchmarks/app_layer_helper.py"
+# shellcheck source=Benchmarks/bench-files.sh
+. "$ROOT/Benchmarks/bench-files.sh"
 OUT_JSON="$ROOT/benchmark-results/app-layer.json"
 LOG_COPY="$ROOT/benchmark-results/app-layer-logs"
 
@@ -241,23 +243,7 @@ SSH_CIPHER=unknown
 start_ssh() {
     local round=$1 sshport
     sshport=$(free_port)
-    cat >"$TMP/ssh/sshd_config" <<CONF
-Port $sshport
-ListenAddress 127.0.0.1
-HostKey $TMP/ssh/host_key
-PidFile $TMP/ssh/sshd.pid
-AuthorizedKeysFile $TMP/ssh/authorized_keys
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-AllowTcpForwarding yes
-X11Forwarding no
-PrintMotd no
-UseDNS no
-CONF
+    write_sshd_config "$TMP/ssh/sshd_config" "$sshport" 127.0.0.1 "$TMP/ssh"
     start "$TMP/logs/sshd-$round.log" "$SSHD" -f "$TMP/ssh/sshd_config" -D -e
     SSHD_PID=$LAST_PID; ROUND_PIDS+=("$LAST_PID")
     wait_listen "$sshport" "$SSHD_PID" "sshd"

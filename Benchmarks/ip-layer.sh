@@ -56,6 +56,8 @@ OPENVPN_EXTRA=${OPENVPN_EXTRA:-}
 TARGET_RATIO=2
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=Benchmarks/bench-files.sh
+. "$ROOT/Benchmarks/bench-files.sh"
 
 die() { echo "ip-layer.sh: $*" >&2; exit 1; }
 note() { echo "# $*" >&2; }
@@ -412,41 +414,6 @@ run_openvpn() {
 
 # --- SimpleTunnel -----------------------------------------------------------
 
-write_server_plist() {
-    cat >"$1" <<'PLIST'
-<?xml version="1.0" encoding="UTF-8"?>
-<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-<plist version="1.0">
-<dict>
-	<key>IPv4</key>
-	<dict>
-		<key>Pool</key>
-		<dict>
-			<key>StartAddress</key>
-			<string>10.90.0.2</string>
-			<key>EndAddress</key>
-			<string>10.90.0.250</string>
-		</dict>
-		<key>Routes</key>
-		<array>
-			<dict>
-				<key>Address</key>
-				<string>198.18.2.0</string>
-				<key>Netmask</key>
-				<string>255.255.255.0</string>
-			</dict>
-		</array>
-	</dict>
-	<key>DNS</key>
-	<dict>
-		<key>Servers</key>
-		<array/>
-	</dict>
-</dict>
-</plist>
-PLIST
-}
-
 OURS_STATUS=unavailable OURS_RUNS="" OURS_MEDIAN="" OURS_DETAIL="" OURS_TLS=""
 run_ours() {
     echo "SimpleTunnel: tunnel-server (TUN, IPv4.Pool) <- TLS over TCP -> tunnel-client ip"
@@ -458,7 +425,7 @@ run_ours() {
     OURS_STATUS=failed
     local d=$WORK/ours server_pid client_pid fingerprint dev="" mtu=()
     mkdir -p "$d/state"
-    write_server_plist "$d/server.plist"
+    write_pool_plist "$d/server.plist" 198.18.2.0
     [ -n "$OURS_MTU" ] && mtu=(--mtu "$OURS_MTU")
     # A generated (pinned) server certificate; client certificates from the
     # benchmark CA, since the server only listens beyond loopback with mutual TLS.

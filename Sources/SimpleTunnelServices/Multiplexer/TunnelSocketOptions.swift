@@ -13,14 +13,26 @@ enum TunnelSocketOptions {
     static let keepaliveIntervalSeconds = 10
     static let keepaliveProbes = 5
 
+    /// What the multiplexer's schedule cannot reorder any more is kept small, so
+    /// a keystroke waits behind little bulk data: bytes the kernel holds unsent
+    /// (TCP_NOTSENT_LOWAT; the socket reports writable, and accepts more, only
+    /// below it) and bytes in the channel's outbound buffer (its watermarks).
+    /// On a 40 Mbit/s link this took an echo's p95 beside a download from about
+    /// 690 ms to about 150 ms at unchanged throughput (Benchmarks/latency-under-load.sh).
+    static let unsentLowWatermark = 16 * 1024
+    static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 32 * 1024, high: 64 * 1024)
+
     static func apply(to channel: Channel) throws {
         guard let options = channel.syncOptions else { return }
         try options.setOption(.tcpOption(.tcp_nodelay), value: 1)
-        // Room for a burst of large frames before the tunnel counts as full.
-        try options.setOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
+        try options.setOption(.writeBufferWaterMark, value: writeBufferWaterMark)
         try options.setOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 16 * 1024, maximum: 256 * 1024))
         try options.setOption(.socketOption(.so_keepalive), value: 1)
-        for (name, value) in [(TCP_KEEPIDLE, keepaliveIdleSeconds), (TCP_KEEPINTVL, keepaliveIntervalSeconds), (TCP_KEEPCNT, keepaliveProbes)] {
+        let tcpOptions = [
+            (TCP_KEEPIDLE, keepaliveIdleSeconds), (TCP_KEEPINTVL, keepaliveIntervalSeconds), (TCP_KEEPCNT, keepaliveProbes),
+            (TCP_NOTSENT_LOWAT, unsentLowWatermark),
+        ]
+        for (name, value) in tcpOptions {
             try options.setOption(
                 ChannelOptions.Types.SocketOption(level: .tcp, name: NIOBSDSocket.Option(rawValue: name)), value: value)
         }

@@ -1,0 +1,60 @@
+# Configuration files the benchmark scripts share; sourced, defines functions only.
+
+# write_pool_plist FILE ROUTE: a tunnel-server configuration leasing 10.90.0.2-10.90.0.250
+# and pushing one route, ROUTE/24, with no DNS servers.
+write_pool_plist() {
+    cat >"$1" <<PLIST
+<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+	<key>IPv4</key>
+	<dict>
+		<key>Pool</key>
+		<dict>
+			<key>StartAddress</key>
+			<string>10.90.0.2</string>
+			<key>EndAddress</key>
+			<string>10.90.0.250</string>
+		</dict>
+		<key>Routes</key>
+		<array>
+			<dict>
+				<key>Address</key>
+				<string>$2</string>
+				<key>Netmask</key>
+				<string>255.255.255.0</string>
+			</dict>
+		</array>
+	</dict>
+	<key>DNS</key>
+	<dict>
+		<key>Servers</key>
+		<array/>
+	</dict>
+</dict>
+</plist>
+PLIST
+}
+
+# write_sshd_config FILE PORT ADDRESS DIR: a private sshd on ADDRESS:PORT, key login only,
+# TCP forwarding on; its host key, pid file and authorized_keys are in DIR.
+write_sshd_config() {
+    cat >"$1" <<CONF
+Port $2
+ListenAddress $3
+HostKey $4/host_key
+PidFile $4/sshd.pid
+AuthorizedKeysFile $4/authorized_keys
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+AllowTcpForwarding yes
+X11Forwarding no
+PrintMotd no
+UseDNS no
+CONF
+}
