@@ -205,8 +205,8 @@ final class TLSEngine {
         // Room for every record's header, tag and padding; the overflow takes any excess.
         let room = buffer.readableBytes + (buffer.readableBytes / 16_384 + 1) * Self.recordOverhead
         // A batch's buffer starts as large as the last one taken, so bulk data rarely regrows it.
-        // Keep these large: with buffers of 64-128 KiB (or `TLSHandler.batchSize` 128 KiB) glibc
-        // trims its heap and faults the pages back in on every batch, which cost a third more CPU.
+        // Reused at the largest size taken: without `MallocTuning`, glibc trims its heap and faults
+        // the pages of a fresh batch buffer back in every time, which cost a third more CPU.
         var ciphertext = outgoing ?? allocator.buffer(capacity: Swift.max(room, lastTakenCount))
         outgoing = nil
         var accepted: Int32 = 0

@@ -48,7 +48,7 @@ public final class TLSHandler: ChannelDuplexHandler {
     /// Plaintext is encrypted and handed down in batches of about this size:
     /// buffers stay bounded, and once this much is written (even unflushed) it
     /// moves into the channel's own outbound buffer, where writability sees it.
-    static let batchSize = 256 * 1024
+    static let batchSize = 64 * 1024
     /// TLS's largest record plaintext: writes are packed into records this full.
     static let recordSize = 16_384
 
