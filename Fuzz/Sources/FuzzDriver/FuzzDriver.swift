@@ -1,0 +1,19 @@
+/// libFuzzer's entry for programs that have their own `main`: SwiftPM names an
+/// executable's entry point after its target, so libFuzzer's `main` is not
+/// used; each target's main.swift hands its harness to this instead.
+@_silgen_name("LLVMFuzzerRunDriver")
+private func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
+) -> CInt
+
+/// Runs libFuzzer with this process's arguments and exits with its status.
+public func runFuzzer(_ harness: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt) -> Never {
+    var argc = CommandLine.argc
+    var argv = CommandLine.unsafeArgv
+    exit(LLVMFuzzerRunDriver(&argc, &argv, harness))
+}
+
+@_silgen_name("exit")
+private func exit(_ status: CInt) -> Never
