@@ -30,6 +30,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
-    targets: [.target(name: "FuzzDriver")]
+    targets: [.target(name: "FuzzDriver", dependencies: [.product(name: "SimpleTunnelServices", package: main)])]
         + ["FuzzFrameDecoder", "FuzzXMLPropertyList", "FuzzSOCKS5", "FuzzAuthenticationGate"].map(fuzzTarget)
 )
