@@ -96,6 +96,22 @@ struct PropertyListBudgetTests {
         #expect(try BinaryPropertyListReader.read(HostilePropertyLists.wideCharacterString(length: 100_000)).stringValue?.count == 49_968)
     }
 
+    /// Documents of more than 64 objects keep their marks in memory rather than a word.
+    @Test(arguments: [10, 100])
+    func aContainerReadTwiceIsNotACycleButOneInsideItselfIs(objects: Int) throws {
+        // Object 0 refers to 1 twice; 1 is an array of the integers after it.
+        let integers = (2..<objects).map { _ in [UInt8]([0x10, 7]) }
+        let inner = HostilePropertyLists.header(0xA, count: objects - 2) + Array((2..<objects).map(UInt8.init))
+        let shared = HostilePropertyLists.document([[0xA2, 1, 1], inner] + integers)
+        let value = try BinaryPropertyListReader.read(shared)
+        #expect(value.arrayValue?.map { $0.arrayValue?.count } == [objects - 2, objects - 2])
+
+        // The same, but 1 also refers back to 0.
+        let innerWithCycle = HostilePropertyLists.header(0xA, count: objects - 1) + Array((2..<objects).map(UInt8.init)) + [0]
+        let cyclic = HostilePropertyLists.document([[0xA2, 1, 1], innerWithCycle] + integers)
+        #expect(throws: PropertyListError.malformedBinary("object 0 contains itself")) { _ = try BinaryPropertyListReader.read(cyclic) }
+    }
+
     @Test func aRefusedFrameEndsTheTunnel() throws {
         var frame = ByteBuffer()
         let payload = HostilePropertyLists.aliasedOffsets(length: 10_000)

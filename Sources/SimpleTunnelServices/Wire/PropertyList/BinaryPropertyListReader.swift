@@ -38,16 +38,17 @@ extension BinaryPropertyListReader {
         let offsetSize: Int
         let referenceSize: Int
         let objectCount: Int
-        let topObject: Int
         let offsetTableStart: Int
         /// What the document may still cost; see the type's comment.
         var budget: PropertyListBudget
-        /// Objects being decoded, outermost first, to refuse reference cycles.
-        var openContainers: [Int] = []
-        /// Which objects have been read before: their content is charged once.
-        var seen: ObjectSet
+        /// Containers being read; 32-bit, to sit beside `budget`.
+        var depth: Int32 = 0
+        /// Objects read before, and containers being read (to refuse cycles).
+        var marks: ObjectMarks
         /// Heap strings read twice, by object, for every later reference to share.
-        var sharedStrings: [Int: String] = [:]
+        var sharedStrings: [Int: String]?
+        // Fields above are sized so that the parser is at most 128 bytes: larger,
+        // and each of its copies (several per object) is a call to memcpy.
 
         init(bytes: UnsafeRawBufferPointer, source: ByteBuffer) throws {
             let trailerLength = BinaryPropertyListFormat.trailerLength
@@ -86,14 +87,16 @@ extension BinaryPropertyListReader {
             self.offsetSize = offsetSize
             self.referenceSize = referenceSize
             self.objectCount = Int(objectCount)
-            self.topObject = Int(topObject)
             self.offsetTableStart = Int(tableStart)
             self.budget = PropertyListBudget(documentLength: bytes.count)
-            self.seen = ObjectSet(count: Int(objectCount))
+            self.marks = ObjectMarks(count: Int(objectCount))
         }
 
+        /// The trailer's top object, checked by `init`; read again rather than
+        /// stored, to keep the parser small.
         mutating func readTopObject() throws -> PropertyListValue {
-            try readObject(topObject)
+            let trailer = bytes.count - BinaryPropertyListFormat.trailerLength
+            return try readObject(Int(Self.bigEndianUnsigned(bytes, at: trailer + 16, width: 8)))
         }
 
         // MARK: Objects
@@ -108,8 +111,8 @@ extension BinaryPropertyListReader {
 
         private mutating func readObject(_ index: Int) throws -> PropertyListValue {
             try budget.chargeValue()
-            let isFirstRead = seen.insert(index)
-            if !isFirstRead, let shared = sharedStrings[index] {
+            let isFirstRead = marks.markSeen(index)
+            if !isFirstRead, let shared = sharedStrings?[index] {
                 return .string(shared)
             }
             let start = try offset(ofObject: index)
@@ -203,7 +206,8 @@ extension BinaryPropertyListReader {
                         guard case .string(let key) = try parser.readObject(keyObject) else {
                             throw PropertyListError.malformedBinary("dictionary object \(index) has a key that is not a string")
                         }
-                        try parser.budget.chargeKey(key.utf8.count)
+                        // Keys of up to 15 bytes hash in bounded time; the values limit bounds their number.
+                        if key.utf8.count > 15 { try parser.budget.chargeKey(key.utf8.count) }
                         let valueObject = try parser.reference(at: valuesStart + position * parser.referenceSize)
                         entries[key] = try parser.readObject(valueObject)
                     }
@@ -214,17 +218,20 @@ extension BinaryPropertyListReader {
 
         /// Charges a string object before it is decoded: its encoded bytes the
         /// first time it is read, its storage every time it is built.
+        @inline(__always)
         private mutating func chargeString(_ index: Int, encodedBytes: Int, utf8Count: Int, isFirstRead: Bool) throws {
             if isFirstRead { try budget.chargeContent(encodedBytes) }
             let storage = PropertyListHeapCost.string(utf8Count: utf8Count)
+            guard storage > 0 else { return }  // stored in the String value itself
             // The second build of a heap string is kept in `sharedStrings` too.
-            try budget.chargeHeap(isFirstRead || storage == 0 ? storage : storage + PropertyListHeapCost.sharedEntry)
+            try budget.chargeHeap(isFirstRead ? storage : storage + PropertyListHeapCost.sharedEntry)
         }
 
         /// A heap string read for the second time is kept for every later reference.
         private mutating func share(_ string: String, _ index: Int, isFirstRead: Bool) -> PropertyListValue {
             if !isFirstRead, PropertyListHeapCost.string(utf8Count: string.utf8.count) > 0 {
-                sharedStrings[index] = string
+                if sharedStrings == nil { sharedStrings = [:] }
+                sharedStrings?[index] = string
             }
             return .string(string)
         }
@@ -234,14 +241,17 @@ extension BinaryPropertyListReader {
             _ index: Int,
             _ body: (inout Parser) throws -> Result
         ) throws -> Result {
-            guard openContainers.count < PropertyListReader.maximumDepth else {
+            guard depth < PropertyListReader.maximumDepth else {
                 throw PropertyListError.tooComplex("containers nest deeper than \(PropertyListReader.maximumDepth) levels")
             }
-            guard !openContainers.contains(index) else {
+            guard !marks.setOpen(index, true) else {
                 throw PropertyListError.malformedBinary("object \(index) contains itself")
             }
-            openContainers.append(index)
-            defer { openContainers.removeLast() }
+            depth += 1
+            defer {
+                depth -= 1
+                _ = marks.setOpen(index, false)
+            }
             return try body(&self)
         }
 

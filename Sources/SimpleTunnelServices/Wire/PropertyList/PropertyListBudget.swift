@@ -21,22 +21,25 @@
 /// - **key bytes** hashed into dictionaries: `8n + 64 KiB`, so one long key used
 ///   by thousands of entries cannot cost quadratic time.
 struct PropertyListBudget {
-    private(set) var values: Int
-    private(set) var contentBytes: Int
-    private(set) var heapBytes: Int
-    private(set) var keyBytes: Int
-    private let documentLength: Int
+    // 32-bit, so that the binary reader's parser stays small enough to be
+    // copied without a call to memcpy (it is, several times per object).
+    private(set) var values: Int32
+    private(set) var contentBytes: Int32
+    private(set) var heapBytes: Int32
+    private(set) var keyBytes: Int32
+    private let documentLength: Int32
 
     static let heapBytesForAFrame = 768 * 1024
 
     init(documentLength: Int) {
-        self.documentLength = documentLength
-        values = documentLength + 16
-        contentBytes = documentLength
-        heapBytes = Self.heapBytesForAFrame + 8 * max(0, documentLength - TunnelWireLimits.maximumFrameLength)
-        keyBytes = 8 * documentLength + 64 * 1024
+        self.documentLength = Int32(clamping: documentLength)
+        values = Int32(clamping: documentLength + 16)
+        contentBytes = Int32(clamping: documentLength)
+        heapBytes = Int32(clamping: Self.heapBytesForAFrame + 8 * max(0, documentLength - TunnelWireLimits.maximumFrameLength))
+        keyBytes = Int32(clamping: 8 * documentLength + 64 * 1024)
     }
 
+    @inline(__always)
     mutating func chargeValue() throws {
         values -= 1
         guard values >= 0 else {
@@ -44,25 +47,28 @@ struct PropertyListBudget {
         }
     }
 
+    @inline(__always)
     mutating func chargeContent(_ count: Int) throws {
-        contentBytes -= count
-        guard contentBytes >= 0 else {
+        guard count <= contentBytes else {
             throw PropertyListError.tooComplex("its strings and data add up to more bytes than the \(documentLength)-byte document (objects overlap)")
         }
+        contentBytes -= Int32(count)
     }
 
+    @inline(__always)
     mutating func chargeHeap(_ count: Int) throws {
-        heapBytes -= count
-        guard heapBytes >= 0 else {
-            throw PropertyListError.tooComplex("its arrays, dictionaries and strings would take more than the \(Self(documentLength: documentLength).heapBytes) bytes allowed")
+        guard count <= heapBytes else {
+            throw PropertyListError.tooComplex("its arrays, dictionaries and strings would take more than the \(Self(documentLength: Int(documentLength)).heapBytes) bytes allowed")
         }
+        heapBytes -= Int32(count)
     }
 
+    @inline(__always)
     mutating func chargeKey(_ count: Int) throws {
-        keyBytes -= count
-        guard keyBytes >= 0 else {
-            throw PropertyListError.tooComplex("its dictionary keys add up to more than the \(Self(documentLength: documentLength).keyBytes) bytes allowed")
+        guard count <= keyBytes else {
+            throw PropertyListError.tooComplex("its dictionary keys add up to more than the \(Self(documentLength: Int(documentLength)).keyBytes) bytes allowed")
         }
+        keyBytes -= Int32(count)
     }
 }
 
