@@ -56,6 +56,18 @@ struct PropertyListBudgetTests {
         #expect(storages.count == 2)
     }
 
+    @Test func aShortUTF16StringReferencedManyTimesIsChargedOnce() throws {
+        // Charged as if each unit took 3 bytes (a heap string) though it takes 7: still shared.
+        let name = Array("bücher".utf16).flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+        let bytes = HostilePropertyLists.document([
+            HostilePropertyLists.header(0xA, count: 20_000) + [UInt8](repeating: 1, count: 20_000),
+            [0x66] + name,
+        ])
+        let value = try BinaryPropertyListReader.read(bytes)
+        #expect(value.arrayValue?.count == 20_000)
+        #expect(value.arrayValue?.last?.stringValue == "bücher")
+    }
+
     @Test func sharedDataIsReadOnceAndNotCharged() throws {
         // 32 references to one 1400-byte packet, as CoreFoundation writes 32 equal packets.
         let packet = HostilePropertyLists.header(0x4, count: 1_400) + [UInt8](repeating: 0x45, count: 1_400)

@@ -6,7 +6,7 @@ import NIOCore
 /// nested containers. `data` values are slices of the input, not copies.
 ///
 /// Untrusted input: every offset and count is checked before use, nesting is
-/// limited, and what a document may make us build is bounded by its length
+/// limited, and what a document may make us build is bounded
 /// (`PropertyListBudget`), so that shared references and overlapping objects
 /// cannot expand a small frame into a huge tree. A string referenced more than
 /// once is decoded at most twice: the second decode is kept and shared by every
@@ -154,7 +154,7 @@ extension BinaryPropertyListReader {
                 guard !text.contains(where: { $0 >= 0x80 }) else {
                     throw PropertyListError.malformedBinary("ASCII string object \(index) holds a non-ASCII byte")
                 }
-                return share(String(decoding: text, as: UTF8.self), index, isFirstRead: isFirstRead)
+                return share(String(decoding: text, as: UTF8.self), index, utf8Count: count, isFirstRead: isFirstRead)
             case .utf16String:
                 let (count, body) = try readCount(low: low, at: start, index: index)
                 let (byteCount, overflow) = count.multipliedReportingOverflow(by: 2)
@@ -168,7 +168,7 @@ extension BinaryPropertyListReader {
                 let units = (0..<count).lazy.map { unit in
                     UInt16(raw[body + 2 * unit]) << 8 | UInt16(raw[body + 2 * unit + 1])
                 }
-                return share(String(decoding: units, as: UTF16.self), index, isFirstRead: isFirstRead)
+                return share(String(decoding: units, as: UTF16.self), index, utf8Count: 3 * count, isFirstRead: isFirstRead)
             case .uid:
                 let width = Int(low) + 1
                 guard width <= 8 else {
@@ -227,9 +227,10 @@ extension BinaryPropertyListReader {
             try budget.chargeHeap(isFirstRead ? storage : storage + PropertyListHeapCost.sharedEntry)
         }
 
-        /// A heap string read for the second time is kept for every later reference.
-        private mutating func share(_ string: String, _ index: Int, isFirstRead: Bool) -> PropertyListValue {
-            if !isFirstRead, PropertyListHeapCost.string(utf8Count: string.utf8.count) > 0 {
+        /// A string charged as a heap string (`utf8Count` as `chargeString` was
+        /// given it) is kept, when read for the second time, for every later reference.
+        private mutating func share(_ string: String, _ index: Int, utf8Count: Int, isFirstRead: Bool) -> PropertyListValue {
+            if !isFirstRead, PropertyListHeapCost.string(utf8Count: utf8Count) > 0 {
                 if sharedStrings == nil { sharedStrings = [:] }
                 sharedStrings?[index] = string
             }
