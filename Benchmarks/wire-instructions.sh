@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Prints the instructions one encode+frame of each message costs (release
-# build), counted by callgrind: steadier than wall time on a shared machine.
+# Prints the instructions one encode+frame, and one deframe+decode, of each
+# message costs (release build), counted by callgrind: steadier than wall time
+# on a shared machine.
 # `encode`: TunnelFrame.encode into one reused buffer (as Benchmarks/wire.sh);
-# `pieces`: TunnelFrame.encodePieces into a new buffer, as TunnelFrameEncoder.
+# `pieces`: TunnelFrame.encodePieces into a new buffer, as TunnelFrameEncoder;
+# `decode`: TunnelFrameDecoder.nextPayload and TunnelFrame.decodeMessage.
 # One message's cost is the difference between runs of two lengths, so
 # start-up is left out. Needs valgrind. Usage: wire-instructions.sh [scenario...]
 set -euo pipefail
@@ -21,10 +23,14 @@ long=6000
 if [ $# -eq 0 ]; then
     set -- "open tcp" "openResult" "close" "data 64 B" "data 64 B udp" "data 16 KiB" "packets 32x1400"
 fi
-printf '%-16s %10s %10s   (instructions per message)\n' scenario encode pieces
+# WIRE_MODES="decode" measures one column only.
+modes=${WIRE_MODES:-encode pieces decode}
+header=$(printf '%-16s' scenario)
+for mode in $modes; do header+=$(printf ' %10s' "$mode"); done
+echo "$header   (instructions per message)"
 for scenario in "$@"; do
     line=$(printf '%-16s' "$scenario")
-    for mode in encode pieces; do
+    for mode in $modes; do
         a=$(instructions $mode "$scenario" $short)
         b=$(instructions $mode "$scenario" $long)
         line+=$(printf ' %10d' $(( (b - a) / (long - short) )))

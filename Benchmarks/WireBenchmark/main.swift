@@ -3,10 +3,11 @@
 // `Benchmarks/wire.sh` (or `swift run -c release WireBenchmark`). Prints MB/s
 // of payload and messages/s.
 //
-// `WireBenchmark --encode-count <encode|pieces> <scenario> <n>` encodes one
+// `WireBenchmark --encode-count <encode|pieces|decode> <scenario> <n>` runs one
 // scenario n times without timing, for instruction counts on a shared machine
 // (`Benchmarks/wire-instructions.sh`): `encode` into one reused buffer, as
-// above; `pieces` as `TunnelFrameEncoder` does, into a new buffer each time.
+// above; `pieces` as `TunnelFrameEncoder` does, into a new buffer each time;
+// `decode` deframes and decodes the encoded frame, as the receiving side does.
 import Foundation
 import NIOCore
 import SimpleTunnelServices
@@ -67,21 +68,31 @@ func encodeOnce(_ message: TunnelMessage, into buffer: inout ByteBuffer) throws 
     try TunnelFrame.encode(message, into: &buffer)
 }
 
+func decodeOnce(_ frame: ByteBuffer) throws -> TunnelMessage {
+    var stream = frame
+    guard let payload = try TunnelFrameDecoder.nextPayload(from: &stream) else { fatalError("incomplete frame") }
+    return try TunnelFrame.decodeMessage(payload: payload)
+}
+
 var encodeBuffer = ByteBuffer()
 encodeBuffer.reserveCapacity(TunnelWireLimits.maximumFrameLength)
 
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.first == "--encode-count" {
     let rest = Array(arguments.dropFirst())
-    guard rest.count == 3, ["encode", "pieces"].contains(rest[0]), let scenario = scenarios.first(where: { $0.name == rest[1] }),
+    guard rest.count == 3, ["encode", "pieces", "decode"].contains(rest[0]), let scenario = scenarios.first(where: { $0.name == rest[1] }),
         let count = Int(rest[2])
     else {
-        print("usage: WireBenchmark --encode-count <encode|pieces> <scenario> <n>; scenarios: \(scenarios.map(\.name))")
+        print("usage: WireBenchmark --encode-count <encode|pieces|decode> <scenario> <n>; scenarios: \(scenarios.map(\.name))")
         exit(2)
     }
+    var frame = ByteBuffer()
+    try TunnelFrame.encode(scenario.message, into: &frame)
     var written = 0
     for _ in 0..<count {
-        if rest[0] == "encode" {
+        if rest[0] == "decode" {
+            written &+= try decodeOnce(frame).identifier == scenario.message.identifier ? 1 : 0
+        } else if rest[0] == "encode" {
             try encodeOnce(scenario.message, into: &encodeBuffer)
             written &+= encodeBuffer.readableBytes
         } else {
@@ -100,10 +111,7 @@ for scenario in scenarios {
     var frame = ByteBuffer()
     try TunnelFrame.encode(scenario.message, into: &frame)
     let decodeRate = try measure {
-        var stream = frame
-        guard let payload = try TunnelFrameDecoder.nextPayload(from: &stream) else { fatalError("incomplete frame") }
-        let message = try TunnelFrame.decodeMessage(payload: payload)
-        sink &+= message.identifier == scenario.message.identifier ? 1 : 0
+        sink &+= try decodeOnce(frame).identifier == scenario.message.identifier ? 1 : 0
     }
     report(scenario, "deframe+decode", decodeRate)
 }

@@ -6,8 +6,11 @@ import NIOCore
 /// nested containers. `data` values are slices of the input, not copies.
 ///
 /// Untrusted input: every offset and count is checked before use, nesting is
-/// limited, and the number of values produced is bounded by the input size so
-/// that shared references cannot expand a small frame into a huge tree.
+/// limited, and what a document may make us build is bounded
+/// (`PropertyListBudget`), so that shared references and overlapping objects
+/// cannot expand a small frame into a huge tree. A string referenced more than
+/// once is decoded at most twice: the second decode is kept and shared by every
+/// later reference (an object referenced once, the usual case, costs nothing extra).
 public enum BinaryPropertyListReader {
     public static func read(_ buffer: ByteBuffer) throws -> PropertyListValue {
         try buffer.withUnsafeReadableBytes { bytes in
@@ -35,12 +38,17 @@ extension BinaryPropertyListReader {
         let offsetSize: Int
         let referenceSize: Int
         let objectCount: Int
-        let topObject: Int
         let offsetTableStart: Int
-        /// Values still allowed to be produced; see the type's comment.
-        var valueBudget: Int
-        /// Objects being decoded, outermost first, to refuse reference cycles.
-        var openContainers: [Int] = []
+        /// What the document may still cost; see the type's comment.
+        var budget: PropertyListBudget
+        /// Containers being read; 32-bit, to sit beside `budget`.
+        var depth: Int32 = 0
+        /// Objects read before, and containers being read (to refuse cycles).
+        var marks: ObjectMarks
+        /// Heap strings read twice, by object, for every later reference to share.
+        var sharedStrings: [Int: String]?
+        // Fields above are sized so that the parser is at most 128 bytes: larger,
+        // and each of its copies (several per object) is a call to memcpy.
 
         init(bytes: UnsafeRawBufferPointer, source: ByteBuffer) throws {
             let trailerLength = BinaryPropertyListFormat.trailerLength
@@ -79,13 +87,16 @@ extension BinaryPropertyListReader {
             self.offsetSize = offsetSize
             self.referenceSize = referenceSize
             self.objectCount = Int(objectCount)
-            self.topObject = Int(topObject)
             self.offsetTableStart = Int(tableStart)
-            self.valueBudget = bytes.count + 16
+            self.budget = PropertyListBudget(documentLength: bytes.count)
+            self.marks = ObjectMarks(count: Int(objectCount))
         }
 
+        /// The trailer's top object, checked by `init`; read again rather than
+        /// stored, to keep the parser small.
         mutating func readTopObject() throws -> PropertyListValue {
-            try readObject(topObject)
+            let trailer = bytes.count - BinaryPropertyListFormat.trailerLength
+            return try readObject(Int(Self.bigEndianUnsigned(bytes, at: trailer + 16, width: 8)))
         }
 
         // MARK: Objects
@@ -99,9 +110,10 @@ extension BinaryPropertyListReader {
         }
 
         private mutating func readObject(_ index: Int) throws -> PropertyListValue {
-            valueBudget -= 1
-            guard valueBudget >= 0 else {
-                throw PropertyListError.tooComplex("more values than the \(bytes.count)-byte document can hold without shared containers")
+            try budget.chargeValue()
+            let isFirstRead = marks.markSeen(index)
+            if !isFirstRead, let shared = sharedStrings?[index] {
+                return .string(shared)
             }
             let start = try offset(ofObject: index)
             let marker = bytes[start]
@@ -129,6 +141,7 @@ extension BinaryPropertyListReader {
             case .data:
                 let (count, body) = try readCount(low: low, at: start, index: index)
                 try requireBytes(count, at: body, index: index)
+                if isFirstRead { try budget.chargeContent(count) }
                 guard let slice = source.getSlice(at: source.readerIndex + body, length: count) else {
                     throw PropertyListError.malformedBinary("data object \(index) overruns the document")
                 }
@@ -136,11 +149,12 @@ extension BinaryPropertyListReader {
             case .asciiString:
                 let (count, body) = try readCount(low: low, at: start, index: index)
                 try requireBytes(count, at: body, index: index)
+                try chargeString(index, encodedBytes: count, utf8Count: count, isFirstRead: isFirstRead)
                 let text = UnsafeRawBufferPointer(rebasing: bytes[body..<(body + count)])
                 guard !text.contains(where: { $0 >= 0x80 }) else {
                     throw PropertyListError.malformedBinary("ASCII string object \(index) holds a non-ASCII byte")
                 }
-                return .string(String(decoding: text, as: UTF8.self))
+                return share(String(decoding: text, as: UTF8.self), index, utf8Count: count, isFirstRead: isFirstRead)
             case .utf16String:
                 let (count, body) = try readCount(low: low, at: start, index: index)
                 let (byteCount, overflow) = count.multipliedReportingOverflow(by: 2)
@@ -148,11 +162,13 @@ extension BinaryPropertyListReader {
                     throw PropertyListError.malformedBinary("UTF-16 string object \(index) is too long")
                 }
                 try requireBytes(byteCount, at: body, index: index)
+                // Three UTF-8 bytes per unit at most (a surrogate pair is four for two units).
+                try chargeString(index, encodedBytes: byteCount, utf8Count: 3 * count, isFirstRead: isFirstRead)
                 let raw = bytes
                 let units = (0..<count).lazy.map { unit in
                     UInt16(raw[body + 2 * unit]) << 8 | UInt16(raw[body + 2 * unit + 1])
                 }
-                return .string(String(decoding: units, as: UTF16.self))
+                return share(String(decoding: units, as: UTF16.self), index, utf8Count: 3 * count, isFirstRead: isFirstRead)
             case .uid:
                 let width = Int(low) + 1
                 guard width <= 8 else {
@@ -164,6 +180,7 @@ extension BinaryPropertyListReader {
                 let (count, body) = try readCount(low: low, at: start, index: index)
                 return .array(try readContainer(index) { parser in
                     try parser.requireReferences(count, at: body, index: index)
+                    try parser.budget.chargeHeap(PropertyListHeapCost.array(count: count))
                     var elements: [PropertyListValue] = []
                     elements.reserveCapacity(count)
                     for position in 0..<count {
@@ -180,6 +197,7 @@ extension BinaryPropertyListReader {
                         throw PropertyListError.malformedBinary("dictionary object \(index) is too large")
                     }
                     try parser.requireReferences(referenceCount, at: body, index: index)
+                    try parser.budget.chargeHeap(PropertyListHeapCost.dictionary(count: count))
                     var entries: [String: PropertyListValue] = [:]
                     entries.reserveCapacity(count)
                     let valuesStart = body + count * parser.referenceSize
@@ -188,6 +206,8 @@ extension BinaryPropertyListReader {
                         guard case .string(let key) = try parser.readObject(keyObject) else {
                             throw PropertyListError.malformedBinary("dictionary object \(index) has a key that is not a string")
                         }
+                        // Keys of up to 15 bytes hash in bounded time; the values limit bounds their number.
+                        if key.utf8.count > 15 { try parser.budget.chargeKey(key.utf8.count) }
                         let valueObject = try parser.reference(at: valuesStart + position * parser.referenceSize)
                         entries[key] = try parser.readObject(valueObject)
                     }
@@ -196,19 +216,43 @@ extension BinaryPropertyListReader {
             }
         }
 
+        /// Charges a string object before it is decoded: its encoded bytes the
+        /// first time it is read, its storage every time it is built.
+        @inline(__always)
+        private mutating func chargeString(_ index: Int, encodedBytes: Int, utf8Count: Int, isFirstRead: Bool) throws {
+            if isFirstRead { try budget.chargeContent(encodedBytes) }
+            let storage = PropertyListHeapCost.string(utf8Count: utf8Count)
+            guard storage > 0 else { return }  // stored in the String value itself
+            // The second build of a heap string is kept in `sharedStrings` too.
+            try budget.chargeHeap(isFirstRead ? storage : storage + PropertyListHeapCost.sharedEntry)
+        }
+
+        /// A string charged as a heap string (`utf8Count` as `chargeString` was
+        /// given it) is kept, when read for the second time, for every later reference.
+        private mutating func share(_ string: String, _ index: Int, utf8Count: Int, isFirstRead: Bool) -> PropertyListValue {
+            if !isFirstRead, PropertyListHeapCost.string(utf8Count: utf8Count) > 0 {
+                if sharedStrings == nil { sharedStrings = [:] }
+                sharedStrings?[index] = string
+            }
+            return .string(string)
+        }
+
         /// Runs `body` for a container object, refusing cycles and excessive depth.
         private mutating func readContainer<Result>(
             _ index: Int,
             _ body: (inout Parser) throws -> Result
         ) throws -> Result {
-            guard openContainers.count < PropertyListReader.maximumDepth else {
+            guard depth < PropertyListReader.maximumDepth else {
                 throw PropertyListError.tooComplex("containers nest deeper than \(PropertyListReader.maximumDepth) levels")
             }
-            guard !openContainers.contains(index) else {
+            guard !marks.setOpen(index, true) else {
                 throw PropertyListError.malformedBinary("object \(index) contains itself")
             }
-            openContainers.append(index)
-            defer { openContainers.removeLast() }
+            depth += 1
+            defer {
+                depth -= 1
+                _ = marks.setOpen(index, false)
+            }
             return try body(&self)
         }
 

@@ -5,6 +5,9 @@ import NIOCore
 /// Strict (anything outside the property-list DTD is an error) and bounded: input is
 /// read once, front to back, with an explicit stack of at most `maximumDepth` open
 /// containers, so hostile input costs linear time and cannot exhaust the call stack.
+/// Nothing expands: there are no entity declarations (a DOCTYPE is skipped), a
+/// reference stands for at most 4 bytes, and what is built is charged to a
+/// `PropertyListBudget` for the document's length, as the binary reader does.
 public enum XMLPropertyListReader {
     /// The deepest nesting of `<dict>` and `<array>` accepted; deeper is `tooComplex`.
     public static var maximumDepth: Int { PropertyListReader.maximumDepth }
@@ -26,6 +29,7 @@ public enum XMLPropertyListReader {
 /// The property-list grammar on top of `XMLScanner`.
 struct XMLPropertyListParser {
     private var scanner: XMLScanner
+    private var budget: PropertyListBudget
     /// Reused for the text of every leaf element, so reading allocates once per document
     /// rather than once per value.
     private var text: [UInt8] = []
@@ -42,6 +46,7 @@ struct XMLPropertyListParser {
 
     init(bytes: UnsafeRawBufferPointer) {
         scanner = XMLScanner(bytes: bytes)
+        budget = PropertyListBudget(documentLength: bytes.count)
     }
 
     mutating func parseDocument() throws -> PropertyListValue {
@@ -132,10 +137,15 @@ struct XMLPropertyListParser {
 
             guard !open.isEmpty else { return completed }
             let top = open.count - 1
+            try budget.chargeValue()
+            // Containers grow by doubling: a value may hold twice its slot, and a
+            // dictionary's buckets are at most 3/4 full.
             if let key = open[top].pendingKey {
+                try budget.chargeHeap(PropertyListHeapCost.growingDictionaryEntry)
                 open[top].entries[key] = completed
                 open[top].pendingKey = nil
             } else {
+                try budget.chargeHeap(2 * PropertyListHeapCost.valueStride)
                 open[top].items.append(completed)
             }
         }
@@ -154,6 +164,7 @@ struct XMLPropertyListParser {
 
     private mutating func readString(_ tag: XMLTag, element: XMLElementName) throws -> String {
         try readLeafText(tag, element: element)
+        try budget.chargeHeap(PropertyListHeapCost.string(utf8Count: text.count))
         guard let string = String(validating: text, as: UTF8.self) else {
             throw scanner.malformed("invalid UTF-8 in <\(element.rawValue)>", at: tag.start)
         }
@@ -176,6 +187,8 @@ struct XMLPropertyListParser {
         case .date:
             value = XMLPropertyListScalars.date(text).map { .date($0) }
         case .data:
+            // Decoded, then copied into a buffer: both live at once for a moment.
+            try budget.chargeHeap(2 * (PropertyListHeapCost.bufferHeader + text.count))
             value = XMLPropertyListScalars.base64(text).map { .data(ByteBuffer(bytes: $0)) }
         case .plist, .dict, .array, .key, .string:
             value = nil  // handled by the caller; unreachable

@@ -1,0 +1,32 @@
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOPosix
+import SimpleTunnelServices
+
+/// A client's first bytes, through the frame and message decoders into the
+/// login gate, on an `EmbeddedChannel`. The gate's password check would take a
+/// slow hash per input, so its thread pool is never started: every
+/// `authenticate` is refused at once, through the same path as a wrong password.
+func fuzzAuthenticationGate(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let channel = EmbeddedChannel()
+    let gate = TunnelAuthenticationGate(
+        users: GateFixture.users, limiter: LoginRateLimiter(), source: "fuzz", threadPool: GateFixture.idlePool,
+        logger: GateFixture.logger)
+    do {
+        try channel.pipeline.syncOperations.addTunnelMessageCodec()
+        try channel.pipeline.syncOperations.addHandler(gate)
+        try channel.writeInbound(ByteBuffer(bytes: UnsafeBufferPointer(start: data, count: size)))
+    } catch {
+        // A fault that ends the tunnel.
+    }
+    channel.embeddedEventLoop.run()
+    _ = try? channel.finish(acceptAlreadyClosed: true)
+    return 0
+}
+
+enum GateFixture {
+    static let users = UserDatabase()
+    static let idlePool = NIOThreadPool(numberOfThreads: 1)
+    static let logger = Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() })
+}

@@ -1,0 +1,3 @@
+import FuzzDriver
+
+runFuzzer { data, size in fuzzSOCKS5(data, size) }

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (address sanitizer on) and runs each for
+# SECONDS, seeded from Fixtures/ and Fuzz/Seeds/, keeping what it learns in
+# Fuzz/Corpus/ (git-ignored). Fails on any crash, leak, timeout or
+# out-of-memory; a failing input is left in Fuzz/Artifacts/<target>/.
+# Prints executions and coverage (cov: edges, ft: features) per target.
+# Usage: Fuzz/run.sh [SECONDS] [TARGET...]   (default: 60 s, every target)
+# Environment: FUZZ_CONFIGURATION=debug|release (default release).
+# No single allocation may exceed 1 MiB (-malloc_limit_mb): that is the most a
+# frame may make the decoder hold.
+set -euo pipefail
+cd "$(dirname "$0")"
+command -v swift >/dev/null 2>&1 || export PATH="/opt/swift/usr/bin:$PATH"
+
+seconds=${1:-60}
+shift || true
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate)
+fi
+configuration=${FUZZ_CONFIGURATION:-release}
+
+# lld: gold stops with an internal error (reading the toolchain's DWARF 5) on these links.
+build=(swift build -c "$configuration" -Xswiftc -sanitize=fuzzer,address -Xswiftc -enforce-exclusivity=checked -Xswiftc -use-ld=lld)
+"${build[@]}" 2>&1 | grep -E "error|warning: unre|Compiling|Build" | grep -v "^Compiling" || true
+"${build[@]}" >/dev/null  # fails here, loudly, if the build did
+bin=$("${build[@]}" --show-bin-path)
+
+# Seeds per target: frames for the tunnel's decoders, plists for the XML reader.
+seeds() {
+    case "$1" in
+        FuzzFrameDecoder|FuzzAuthenticationGate) echo ../Fixtures/valid ../Fixtures/invalid ;;
+        FuzzXMLPropertyList) echo ../Fixtures/cf-source ../Examples ;;
+        FuzzSOCKS5) echo Seeds/socks5 ;;
+        *) echo "unknown target $1" >&2; exit 2 ;;
+    esac
+}
+
+# A frame is at most 128 KiB; the other inputs are small.
+maximum_length() {
+    case "$1" in
+        FuzzFrameDecoder|FuzzAuthenticationGate) echo 132000 ;;
+        FuzzXMLPropertyList) echo 65536 ;;
+        *) echo 4096 ;;
+    esac
+}
+
+status=0
+for target in "${targets[@]}"; do
+    corpus="Corpus/$target"
+    artifacts="Artifacts/$target/"
+    mkdir -p "$corpus" "$artifacts"
+    log=$(mktemp)
+    # shellcheck disable=SC2046
+    if "$bin/$target" "$corpus" $(seeds "$target") \
+        -max_total_time="$seconds" -max_len="$(maximum_length "$target")" \
+        -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1 \
+        -print_final_stats=1 -artifact_prefix="$artifacts" >"$log" 2>&1; then
+        result=ok
+    else
+        result=FAILED
+        status=1
+        grep -E "ERROR|SUMMARY|==[0-9]+==|Fatal error|Test unit written" "$log" | head -20 || true
+    fi
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    coverage=$(grep -E "^#[0-9]+" "$log" | tail -1 | grep -oE "cov: [0-9]+ ft: [0-9]+" || true)
+    printf '%-24s %-6s %12s executions  %s  corpus %s files\n' "$target" "$result" "${runs:-?}" "${coverage:-?}" "$(ls "$corpus" | wc -l)"
+    if [ "$result" = FAILED ]; then cp "$log" "$artifacts/log.txt"; fi
+    rm -f "$log"
+done
+exit $status
