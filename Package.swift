@@ -29,22 +29,22 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                // TLS (issue 3): system OpenSSL plus a shim for its macros.
+                // TLS: system OpenSSL plus a shim for its macros.
                 .product(name: "NIOTLS", package: "swift-nio"),
                 "COpenSSL",
                 "CTLSShims",
-                // IP-layer tunnel (issue 5): TUN device and namespace calls.
+                // IP-layer tunnel: TUN device and namespace calls.
                 "CTUNShims",
             ]
         ),
-        // TLS (issue 3): the system's OpenSSL 3 (libssl-dev) and a C shim for its macros.
+        // TLS: the system's OpenSSL 3 (libssl-dev) and a C shim for its macros.
         .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
         .target(name: "CTLSShims", dependencies: ["COpenSSL"]),
-        // IP-layer tunnel (issue 5): Linux TUN, ifreq ioctls, setns and poll.
+        // IP-layer tunnel: Linux TUN, ifreq ioctls, setns and poll.
         .target(name: "CTUNShims"),
         .executableTarget(
             name: "TunnelServer",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# App-layer benchmark (issue 4). On loopback, the same payload through
+# App-layer benchmark. On loopback, the same payload through
 #   direct   iperf3 / the echo server straight to the destination
 #   ours     tunnel-client forward -L  ->  TLS tunnel  ->  tunnel-server
 #   ssh      ssh -N -L (default cipher, -F /dev/null) to a private sshd on 127.0.0.1

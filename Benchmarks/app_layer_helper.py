@@ -410,7 +410,7 @@ def report(args):
           f"flows/s seq {x(r['fps_seq_relay_over_ssh'])}, flows/s x{args.concurrency} {x(r['fps_conc_relay_over_ssh'])} "
           "(one process that only accepts, connects and copies: no TLS, no tunnel)", file=out)
     print("", file=out)
-    print("Targets (issue 4):", file=out)
+    print("Targets:", file=out)
     for name, value, target, result in targets:
         shown = "every run of ours failed" if value is None and result == "FAIL" else _fmt(value)
         print(f"  {result:4}  {name}: {shown} (target {target})", file=out)
