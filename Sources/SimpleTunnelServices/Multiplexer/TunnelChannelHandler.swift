@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOTLS
 
@@ -206,7 +207,8 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
             if let closeReason {
                 metadata["reason"] = "\(closeReason)"
             }
-            logger.info("tunnel closed", metadata: metadata)
+            // A connection that never became a tunnel has said why it closed already, if at all.
+            logger.log(level: receivedAny ? .info : .debug, "tunnel closed", metadata: metadata)
         }
         context.fireChannelInactive()
     }
@@ -215,11 +217,21 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         closeTunnel(reason: String(describing: error))
     }
 
+    /// Connections that never became tunnels (failed handshakes, silent
+    /// sockets) can come as fast as a peer opens them: their closing lines share
+    /// one limit across the server.
+    private static let unstartedCloseLog = NIOLockedValueBox(LogRateLimiter(interval: .seconds(10)))
+
     /// Ends the tunnel, logging why (once).
     public func closeTunnel(reason: String) {
         guard closeReason == nil, let context else { return }
         closeReason = reason
-        logger.notice("closing tunnel", metadata: ["reason": "\(reason)"])
+        if receivedAny {
+            logger.notice("closing tunnel", metadata: ["reason": "\(reason)"])
+        } else if let suppressed = Self.unstartedCloseLog.withLockedValue({ $0.admit() }) {
+            logger.notice(
+                "closing connection before its first message", metadata: ["reason": "\(reason)", "suppressed": "\(suppressed)"])
+        }
         context.close(promise: nil)
     }
 }
