@@ -21,7 +21,8 @@ fi
 configuration=${FUZZ_CONFIGURATION:-release}
 
 # lld: gold stops with an internal error (reading the toolchain's DWARF 5) on these links.
-build=(swift build -c "$configuration" -Xswiftc -sanitize=fuzzer,address -Xswiftc -enforce-exclusivity=checked -Xswiftc -use-ld=lld)
+# -enable-testing: a harness may build the library's internal pieces (`@testable import`), as the tests do.
+build=(swift build -c "$configuration" -Xswiftc -enable-testing -Xswiftc -sanitize=fuzzer,address -Xswiftc -enforce-exclusivity=checked -Xswiftc -use-ld=lld)
 "${build[@]}" 2>&1 | grep -E "error|warning: unre|Compiling|Build" | grep -v "^Compiling" || true
 "${build[@]}" >/dev/null  # fails here, loudly, if the build did
 bin=$("${build[@]}" --show-bin-path)

@@ -2,7 +2,7 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOPosix
-import SimpleTunnelServices
+@testable import SimpleTunnelServices
 
 /// A client's first bytes, through the frame and message decoders into the
 /// login gate, on an `EmbeddedChannel`. The gate's password check would take a
@@ -11,8 +11,8 @@ import SimpleTunnelServices
 func fuzzAuthenticationGate(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let channel = EmbeddedChannel()
     let gate = TunnelAuthenticationGate(
-        users: GateFixture.users, limiter: LoginRateLimiter(), source: "fuzz", threadPool: GateFixture.idlePool,
-        logger: GateFixture.logger)
+        users: GateFixture.users, limiter: LoginRateLimiter(), checker: GateFixture.checker, refusals: GateFixture.refusals,
+        source: ClientAddressGroup(text: "fuzz"), logger: GateFixture.logger)
     do {
         try channel.pipeline.syncOperations.addTunnelMessageCodec()
         try channel.pipeline.syncOperations.addHandler(gate)
@@ -27,6 +27,7 @@ func fuzzAuthenticationGate(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 enum GateFixture {
     static let users = UserDatabase()
-    static let idlePool = NIOThreadPool(numberOfThreads: 1)
     static let logger = Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() })
+    static let checker = PasswordChecker(threadPool: NIOThreadPool(numberOfThreads: 1))
+    static let refusals = ThrottledRefusalLog<LoginRefusal>("refusing logins", interval: .seconds(10), logger: logger)
 }
