@@ -68,6 +68,8 @@ public struct SystemCommandRunner: CommandRunning {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
+        // From "/": after --run-as the working directory may be one the new user cannot enter.
+        process.currentDirectoryURL = URL(fileURLWithPath: "/")
         process.arguments = Array(command.dropFirst())
         process.standardInput = FileHandle.nullDevice
         let output = Pipe()
