@@ -63,8 +63,9 @@ struct LoginFloodTests {
     @Test func aLoginTheServerIsTooBusyToCheckIsClosedUnansweredSoTheClientTriesAgain() async throws {
         var checks = PasswordCheckLimits()
         checks.perSource = 1
-        // A slow hash (about a second) holds this address's one place while the second login arrives.
-        let (fixture, checker) = try await Self.server(iterations: 3_000_000, checks: checks)
+        // A slow hash (several seconds) holds this address's one place while the second login
+        // arrives; at about one second a loaded machine let the first finish before the second came.
+        let (fixture, checker) = try await Self.server(iterations: 12_000_000, checks: checks)
         let first = try await Self.login(fixture, password: "wonderland")
         #expect(await AdmissionPeers.eventually { checker.checksStarted == 1 })
         let second = try await Self.login(fixture, password: "wonderland")
