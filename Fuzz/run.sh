@@ -6,8 +6,10 @@
 # Prints executions and coverage (cov: edges, ft: features) per target.
 # Usage: Fuzz/run.sh [SECONDS] [TARGET...]   (default: 60 s, every target)
 # Environment: FUZZ_CONFIGURATION=debug|release (default release).
-# No single allocation may exceed 1 MiB (-malloc_limit_mb): that is the most a
-# frame may make the decoder hold.
+# No single allocation may exceed 1 MiB (-malloc_limit_mb), and the frame
+# harnesses check that decoding a frame holds at most 1 MiB in all with its
+# bytes (FuzzDriver's HeapMeter): that is the most a frame may make the
+# server hold.
 set -euo pipefail
 cd "$(dirname "$0")"
 command -v swift >/dev/null 2>&1 || export PATH="/opt/swift/usr/bin:$PATH"
@@ -27,10 +29,14 @@ build=(swift build -c "$configuration" -Xswiftc -enable-testing -Xswiftc -saniti
 "${build[@]}" >/dev/null  # fails here, loudly, if the build did
 bin=$("${build[@]}" --show-bin-path)
 
-# Seeds per target: frames for the tunnel's decoders, plists for the XML reader.
+# Seeds per target: frames for the tunnel's decoders (with the heaviest a
+# frame can be, made anew each run), plists for the XML reader.
+heavy=$(mktemp -d)
+trap 'rm -rf "$heavy"' EXIT
+python3 heavy_frames.py "$heavy"
 seeds() {
     case "$1" in
-        FuzzFrameDecoder|FuzzAuthenticationGate) echo ../Fixtures/valid ../Fixtures/invalid ;;
+        FuzzFrameDecoder|FuzzAuthenticationGate) echo ../Fixtures/valid ../Fixtures/invalid "$heavy" ;;
         FuzzXMLPropertyList) echo ../Fixtures/cf-source ../Examples ;;
         FuzzSOCKS5) echo Seeds/socks5 ;;
         *) echo "unknown target $1" >&2; exit 2 ;;

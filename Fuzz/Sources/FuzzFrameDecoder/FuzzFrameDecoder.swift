@@ -1,20 +1,38 @@
 import FuzzDriver
+import Glibc
 import NIOCore
 import SimpleTunnelServices
 
+/// What decoding a frame may make the server hold, the frame's bytes included.
+let decodingLimit = 1024 * 1024
+
+/// FUZZ_REPORT_HEAP=1 prints what each frame held (run the binary on chosen files).
+let reportsHeap = getenv("FUZZ_REPORT_HEAP") != nil
+
 /// Bytes from a peer's tunnel: frames, their property lists, their messages.
-/// A message that decodes must encode and decode back to itself.
+/// Decoding a frame may not make the process hold more than a mebibyte with
+/// the bytes read (PROTOCOL.md B5), and a message that decodes must encode
+/// and decode back to itself.
 func fuzzFrameDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var stream = ByteBuffer(bytes: UnsafeBufferPointer(start: data, count: size))
     while true {
-        let payload: ByteBuffer
-        do {
-            guard let next = try TunnelFrameDecoder.nextPayload(from: &stream) else { return 0 }
-            payload = next
-        } catch {
-            return 0  // a bad length ends the tunnel
+        let frameLength = stream.readableBytes
+        let (decoded, held) = HeapMeter.measure { () -> TunnelMessage?? in
+            do {
+                guard let payload = try TunnelFrameDecoder.nextPayload(from: &stream) else { return nil }
+                return .some(try? TunnelFrame.decodeMessage(payload: payload))
+            } catch {
+                return nil  // a bad length ends the tunnel
+            }
         }
-        guard let message = try? TunnelFrame.decodeMessage(payload: payload) else { continue }
+        if reportsHeap, let outcome = decoded {
+            print("frame of \(frameLength) bytes: decoding held \(held) bytes more (\(outcome == nil ? "refused" : "decoded"))")
+        }
+        if frameLength + held > decodingLimit {
+            fatalError("decoding a frame held \(held) bytes beyond the \(frameLength) read")
+        }
+        guard let outcome = decoded else { return 0 }
+        guard let message = outcome else { continue }
         var frame = ByteBuffer()
         // Too large to send back (e.g. a short key grew into a long one) is allowed.
         guard (try? TunnelFrame.encode(message, into: &frame)) != nil else { continue }
