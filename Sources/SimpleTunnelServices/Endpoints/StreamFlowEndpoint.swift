@@ -47,7 +47,12 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     // MARK: FlowEndpoint
 
     public func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) {
-        context?.write(wrapOutboundOut(data), promise: nil)
+        guard let context else { return }
+        // Bytes that will wait (the destination reads slower than the peer
+        // sends) leave the frame they came in: as a slice they would keep the
+        // whole decrypted read buffer alive, beyond what the budgets count.
+        let kept = context.channel.isWritable ? data : context.channel.allocator.buffer(buffer: data)
+        context.write(wrapOutboundOut(kept), promise: nil)
     }
 
     public func flush() {
