@@ -93,9 +93,7 @@ extension TunnelMultiplexer {
         switch verdict {
         case .deliver?:
             let allowance = suspendAllowance.charge(identifier, bytes: payload.readableBytes)
-            if allowance != .within || suspendAllowance.total != 0 {
-                suspendAllowanceChanged()
-            }
+            suspendAllowanceChanged()
             switch allowance {
             case .within:
                 endpoints[identifier]?.endpoint.write(payload, to: destination)
