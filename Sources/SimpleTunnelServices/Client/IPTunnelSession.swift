@@ -149,7 +149,7 @@ public final class IPTunnelSession: Sendable {
                     endpoint.attach(sink: multiplexer)
                     promise.succeed(configuration ?? [:])
                 case .failure(let failure):
-                    promise.fail(IPTunnelError("the server refused the IP tunnel: \(failure)"))
+                    promise.fail(IPTunnelError(refusal: failure.result))
                 }
             }
             endpoint.identifier = identifier ?? 0
@@ -246,5 +246,17 @@ public struct IPTunnelError: Error, CustomStringConvertible {
 
     init(_ description: String) {
         self.description = description
+    }
+
+    /// The server's answer to the IP flow's `open` (PROTOCOL.md A4), said as what to do.
+    init(refusal result: TunnelConnectionOpenResult) {
+        switch result {
+        case .refused:
+            description = "the server refused the IP tunnel: its address pool is exhausted (result 3); try again when a client leaves, or widen its IPv4 Pool"
+        case .internalError:
+            description = "the server has no IP layer, or could not set up its side (result 5): start it with --tun, or with a --config that has an IPv4 Pool; its log says which"
+        default:
+            description = "the server refused the IP tunnel (result \(result.rawValue), \(result))"
+        }
     }
 }

@@ -34,7 +34,7 @@ extension TLSError {
     /// A failure that another attempt with the same settings cannot cure.
     var isPermanent: Bool {
         switch self {
-        case .certificateVerificationFailed, .pinnedCertificateMismatch, .invalidConfiguration: return true
+        case .certificateVerificationFailed, .certificateNotTrustedBySystem, .pinnedCertificateMismatch, .invalidConfiguration: return true
         default: return false
         }
     }

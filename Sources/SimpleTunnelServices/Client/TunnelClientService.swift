@@ -33,6 +33,9 @@ public struct TunnelClientService: Service, CustomStringConvertible {
     /// An explicit `--control` must work; the default may be taken by another client.
     private let controlPathIsRequired: Bool
     private let reconnect: ReconnectBackoff?
+    /// Whether the offers need a tunnel to start (the IP tunnel does); listeners
+    /// do not, and are bound first so that a taken port fails at once, as with ssh.
+    private let offersNeedTunnel: Bool
     /// The client's state, as `status` shows it.
     public let status: TunnelClientStatusBoard
 
@@ -40,8 +43,10 @@ public struct TunnelClientService: Service, CustomStringConvertible {
     /// `tunnel-client status` and `stop` can reach this client there.
     public init(
         settings: TunnelClientConnection.Settings, group: EventLoopGroup, logger: Logger, controlPath: String? = nil,
-        controlPathIsRequired: Bool = true, reconnect: ReconnectBackoff? = ReconnectBackoff(), startOffers: @escaping Offers
+        controlPathIsRequired: Bool = true, reconnect: ReconnectBackoff? = ReconnectBackoff(), offersNeedTunnel: Bool = true,
+        startOffers: @escaping Offers
     ) {
+        self.offersNeedTunnel = offersNeedTunnel
         self.controlPathIsRequired = controlPathIsRequired
         self.settings = settings
         self.group = group
@@ -65,11 +70,16 @@ public struct TunnelClientService: Service, CustomStringConvertible {
         var failure: Error?
         await withGracefulShutdownHandler {
             do {
+                // What the user asked for starts once; a failure here is a mistake to report, not to retry.
+                if !offersNeedTunnel {
+                    offers = try await startOffers(current, status)
+                }
                 status.set(.connecting)
                 tunnel = try await bringUp(current: current, offers: [], afterLoss: false, stopped: stopped.futureResult)
                 guard tunnel != nil else { return }
-                // What the user asked for starts once; a failure here is a mistake to report, not to retry.
-                offers = try await startOffers(current, status)
+                if offersNeedTunnel {
+                    offers = try await startOffers(current, status)
+                }
                 while let up = tunnel {
                     try? await up.closeFuture.get()
                     current.set(nil)

@@ -102,6 +102,7 @@ public final class TunnelServer: Sendable {
                 }
             }
             .bind(host: settings.host, port: settings.port)
+            .namingListenAddress(host: settings.host, port: settings.port)
             .get()
         let server = try TunnelServer(channel: channel, tunnels: tunnels, admission: admission, logger: logger)
         logger.notice("listening on \(TunnelEndpoint(server.localAddress))", metadata: ["tls": "\(settings.tls != nil)"])

@@ -188,7 +188,7 @@ struct ReconnectionTests {
         var wrongPin = try server.clientSettings(pin: [UInt8](repeating: 7, count: 32))
         wrongPin.credentials = ("alice", "right")
         let untrusted = TunnelClientService(settings: wrongPin, group: group, logger: TunnelFixture.logger, reconnect: Self.quickBackoff) { _, _ in [] }
-        await #expect(throws: TLSError.pinnedCertificateMismatch) { try await untrusted.run() }
+        await #expect(throws: TLSError.pinnedCertificateMismatch(presented: server.identity.sha256FingerprintHex)) { try await untrusted.run() }
 
         await server.stop()
         server.remove()
