@@ -136,6 +136,8 @@ public final class TunnelServer: Sendable {
         let pipeline = channel.pipeline.syncOperations
         if let tls = settings.tls {
             try pipeline.addHandler(TLSHandler(context: tls, logger: logger))
+        } else {
+            try pipeline.addHandler(PlaintextTLSClientDetector())
         }
         try pipeline.addTunnelMessageCodec()
         let peer = TunnelPeer(channel: channel)
