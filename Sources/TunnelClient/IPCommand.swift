@@ -24,8 +24,14 @@ struct IP: AsyncParsableCommand {
     @Flag(help: "Use the server's DNS servers while the tunnel is up.")
     var dns = false
 
-    @Option(help: "MTU of the TUN device.")
-    var mtu = 1400
+    @Option(help: "MTU of the TUN device. Default: the server's (it pushes its own), else 1400.")
+    var mtu: Int?
+
+    func validate() throws {
+        if let mtu, !(576...65535).contains(mtu) {
+            throw ValidationError("--mtu \(mtu): expected 576 to 65535")
+        }
+    }
 
     func run() async throws {
         var options = IPTunnelOptions()

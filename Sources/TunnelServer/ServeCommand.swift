@@ -240,9 +240,12 @@ struct Serve: AsyncParsableCommand {
             logger.notice("no IP layer (IP tunnels are refused): give --tun, or a --config with an IPv4 pool, to start one")
         }
         let leaseFile = useIPLayer ? ipOptions.leaseFile : nil
+        // Clients take the device's MTU from the lease (IPv4.MTU, PROTOCOL.md A5) unless they set their own.
+        var configuration = launch.configuration
+        configuration.otherIPv4Keys["MTU"] = PropertyListValue(mtu)
         let service = TunnelServerService(
             settings: settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,
-            ipLayer: useIPLayer ? (launch.configuration, ipOptions) : nil, ipLayerIsRequired: tun != nil,
+            ipLayer: useIPLayer ? (configuration, ipOptions) : nil, ipLayerIsRequired: tun != nil,
             metricsEndpoint: metricsEndpoint
         ) { server in
             if let identity {

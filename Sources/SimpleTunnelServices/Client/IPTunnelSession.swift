@@ -10,7 +10,8 @@ public struct IPTunnelOptions: Sendable {
     public var applyRoutes = true
     /// Apply the pushed DNS settings (`--dns`).
     public var applyDNS = false
-    public var mtu = 1400
+    /// Nil: the MTU the server pushes (`IPv4.MTU`), else 1400.
+    public var mtu: Int?
 
     public init() {}
 }
@@ -23,6 +24,8 @@ public struct IPTunnelSettings: Sendable, Hashable {
     public var routes: [IPv4Network]?
     public var dnsServers: [IPAddress]
     public var searchDomains: [String]
+    /// `IPv4.MTU`, the server's device MTU (ours, PROTOCOL.md A5); nil when absent or out of range.
+    public var mtu: Int?
 
     public init(configuration: [String: PropertyListValue]) throws {
         let ipv4 = configuration["IPv4"]?.dictionaryValue ?? [:]
@@ -47,6 +50,7 @@ public struct IPTunnelSettings: Sendable, Hashable {
         } else {
             self.routes = nil
         }
+        self.mtu = ipv4["MTU"]?.integerValue.flatMap { Int(exactly: $0) }.flatMap { (576...65535).contains($0) ? $0 : nil }
         let dns = configuration["DNS"]?.dictionaryValue ?? [:]
         self.dnsServers = (dns["Servers"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { IPAddress($0) } }
         self.searchDomains = (dns["SearchDomains"]?.arrayValue ?? []).compactMap(\.stringValue)
@@ -127,7 +131,7 @@ public final class IPTunnelSession: Sendable {
     private static func apply(
         _ settings: IPTunnelSettings, options: IPTunnelOptions, server: SocketAddress?, device: String, network: LinuxNetworkConfigurator
     ) throws {
-        try network.setLinkUp(device: device, mtu: options.mtu)
+        try network.setLinkUp(device: device, mtu: options.mtu ?? settings.mtu ?? 1400)
         try network.addAddress(settings.address, prefixLength: settings.prefixLength, device: device)
         if options.applyRoutes {
             try applyRoutes(settings, device: device, server: server, network: network)

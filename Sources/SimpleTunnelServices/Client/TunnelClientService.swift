@@ -68,6 +68,7 @@ public struct TunnelClientService: Service, CustomStringConvertible {
         var tunnel: TunnelClientConnection?
         var offers: [LocalOffer] = []
         var failure: Error?
+        var shortLived = ShortLivedTunnels()
         await withGracefulShutdownHandler {
             do {
                 // What the user asked for starts once; a failure here is a mistake to report, not to retry.
@@ -81,16 +82,22 @@ public struct TunnelClientService: Service, CustomStringConvertible {
                     offers = try await startOffers(current, status)
                 }
                 while let up = tunnel {
+                    let upSince = NIODeadline.now()
                     try? await up.closeFuture.get()
                     current.set(nil)
+                    shortLived.tunnelLost(after: NIODeadline.now() - upSince)
                     if status.stopRequested { return }
                     let lost = TunnelClientLaunchError("the tunnel to \(status.server) was lost")
                     status.failed(lost)
                     guard reconnect != nil else { throw lost }
                     status.set(.reasserting)
                     logger.warning("tunnel lost; reconnecting (forwards and proxies stay; connections open now are closed)", metadata: ["server": "\(status.server)"])
+                    if let warning = shortLived.warning {
+                        logger.warning("\(warning)", metadata: ["server": "\(status.server)"])
+                    }
                     guard let next = try await bringUp(
-                        current: current, offers: offers, afterLoss: true, stopped: stopped.futureResult, address: up.channel.remoteAddress?.ipAddress
+                        current: current, offers: offers, afterLoss: true, stopped: stopped.futureResult, address: up.channel.remoteAddress?.ipAddress,
+                        earlierLosses: shortLived.inARow - 1
                     ) else { return }
                     tunnel = next
                 }
@@ -121,8 +128,13 @@ public struct TunnelClientService: Service, CustomStringConvertible {
     /// `address` is where the lost tunnel went: reconnections go there, not to
     /// the name again, because while a full tunnel is down its DNS servers are
     /// out of reach (the name is still what TLS verifies).
+    ///
+    /// `earlierLosses` counts the short-lived tunnels before this loss: each
+    /// doubles the first wait, so a fight over one identity slows to the
+    /// backoff's maximum instead of flapping.
     private func bringUp(
-        current: CurrentTunnel, offers: [LocalOffer], afterLoss: Bool, stopped: EventLoopFuture<Void>, address: String? = nil
+        current: CurrentTunnel, offers: [LocalOffer], afterLoss: Bool, stopped: EventLoopFuture<Void>, address: String? = nil,
+        earlierLosses: Int = 0
     ) async throws -> TunnelClientConnection? {
         var settings = self.settings
         if let address {
@@ -135,7 +147,8 @@ public struct TunnelClientService: Service, CustomStringConvertible {
             attempt += 1
             // After a loss even the first attempt waits a little, so clients cut off together spread out.
             if let reconnect, afterLoss || attempt > 1 {
-                await Self.wait(reconnect.delay(beforeAttempt: afterLoss ? attempt : attempt - 1, using: &generator), unless: stopped, on: current.eventLoop)
+                let step = afterLoss ? attempt + max(earlierLosses, 0) : attempt - 1
+                await Self.wait(reconnect.delay(beforeAttempt: step, using: &generator), unless: stopped, on: current.eventLoop)
             }
             if status.stopRequested { return nil }
             var candidate: TunnelClientConnection?
