@@ -88,7 +88,10 @@ enum UsersFileFolder {
         let folder = (path as NSString).deletingLastPathComponent
         guard !folder.isEmpty, !FileManager.default.fileExists(atPath: folder) else { return nil }
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            // Folders above it as usual (0755 under the umask), so that the server's user can reach it; the folder itself private.
+            let parent = (folder as NSString).deletingLastPathComponent
+            if !parent.isEmpty { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         } catch {
             throw ValidationError("cannot create the folder \(folder) for \(path): \(error.localizedDescription)")
         }
