@@ -237,6 +237,13 @@ start_ours() {
     OURS_CLIENT_PID=$LAST_PID; ROUND_PIDS+=("$LAST_PID")
     wait_listen "$OURS_TP" "$OURS_CLIENT_PID" "tunnel-client forward"
     wait_listen "$OURS_ECHO" "$OURS_CLIENT_PID" "tunnel-client forward"
+    # The client binds its ports before it connects: wait for the tunnel too.
+    for _ in $(seq 1 200); do
+        grep -q 'tunnel up' "$TMP/logs/ours-client-$round.log" && break
+        kill -0 "$OURS_CLIENT_PID" 2>/dev/null || die "tunnel-client forward exited before its tunnel was up"
+        sleep 0.1
+    done
+    grep -q 'tunnel up' "$TMP/logs/ours-client-$round.log" || die "tunnel-client forward: no tunnel after 20 s"
 }
 
 SSH_CIPHER=unknown

@@ -274,6 +274,8 @@ start_ours() {
         -L "127.0.0.1:${OURS[1]}:127.0.0.1:$IPERF_PORT" -L "127.0.0.1:${OURS[3]}:127.0.0.1:$ECHO_PORT"
     CLIENT_PID=$LAST_PID
     wait_for 20 "tunnel-client forward listening" listening "$CLI" "${OURS[3]}"
+    # It binds its ports before it connects: wait for the tunnel too.
+    wait_for 20 "tunnel-client forward's tunnel up" grep -qs 'tunnel up' "$WORK/logs/tunnel-client-forward.log"
 }
 start_ssh() {
     start "$WORK/logs/ssh.log" "$CLI" ssh -N -F /dev/null -i "$WORK/ssh/client_key" -o IdentitiesOnly=yes \

@@ -1262,15 +1262,29 @@ def write_all():
 
 def verify() -> int:
     problems = []
-    missing_cf = []
 
     def problem(name, msg):
         problems.append(f"{name}: {msg}")
 
+    # Byte for byte what this script writes: a fixture rewritten by anything
+    # else (our own encoder, a hand edit) fails here, as does a missing or a
+    # stray file.
+    files = owned_files()
+    for p, content in files.items():
+        if not p.exists():
+            problem(p.name, "missing (rerun generate.py)")
+        elif p.read_bytes() != content:
+            problem(p.name, "differs from what generate.py writes (rerun it, or fix the table)")
+    keep = set(files) | cf_outputs()
+    for d in (VALID_DIR, INVALID_DIR, CF_SOURCE_DIR):
+        for p in (d.iterdir() if d.exists() else []):
+            if p not in keep:
+                problem(p.name, "not written by generate.py (delete it, or add it to the table)")
+
     for v in VALID:
         binf = VALID_DIR / f"{v.name}.bin"
         if not binf.exists():
-            (missing_cf if v.fmt == "cf" else problems).append(f"{v.name}: missing {binf.name}")
+            problems.append(f"{v.name}: missing {binf.name}" + (" (run: swift Fixtures/generate-cf.swift)" if v.fmt == "cf" else ""))
             continue
         blob = binf.read_bytes()
         meaning = json.loads((VALID_DIR / f"{v.name}.json").read_text("utf-8"))
@@ -1337,10 +1351,8 @@ def verify() -> int:
 
     for p in problems:
         print("FAIL", p, file=sys.stderr)
-    for p in missing_cf:
-        print("note", p, "(run: swift Fixtures/generate-cf.swift)", file=sys.stderr)
-    cf_present = sum(1 for v in VALID if v.fmt == "cf") - len(missing_cf)
-    print(f"verified {len(VALID) - len(missing_cf)} valid ({cf_present} written by CoreFoundation) "
+    cf_present = sum(1 for v in VALID if v.fmt == "cf" and (VALID_DIR / f"{v.name}.bin").exists())
+    print(f"verified {len(VALID)} valid ({cf_present} written by CoreFoundation) "
           f"and {len(INVALID)} invalid fixtures: {'OK' if not problems else f'{len(problems)} problem(s)'}")
     return 1 if problems else 0
 

@@ -42,3 +42,8 @@ uint64_t ctls_default_options(void) {
 uint64_t ctls_no_ticket_option(void) { return SSL_OP_NO_TICKET; }
 
 unsigned long ctls_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
+
+X509 *ctls_peer_presented_leaf(const SSL *ssl) {
+    STACK_OF(X509) *chain = SSL_get_peer_cert_chain(ssl);
+    return chain != NULL && sk_X509_num(chain) > 0 ? sk_X509_value(chain, 0) : NULL;
+}

@@ -2,41 +2,103 @@ import ArgumentParser
 import Foundation
 import SimpleTunnelServices
 
-/// `tunnel-server passwd LOGIN`: adds or replaces a user in the users file.
+/// `tunnel-server passwd LOGIN`: adds or replaces a user in the users file; `--list`, `--remove`.
 struct Passwd: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Add or replace a user in the users file (salted PBKDF2-SHA256).",
-        discussion: "The password is read from the terminal without echo, or from standard input when that is not a terminal."
+        abstract: "Add or replace a user in the users file (salted PBKDF2-SHA256), list the users, or remove one.",
+        discussion: """
+            The password is read from the terminal without echo, or from standard input when that is not a terminal. \
+            The file and a folder created for it are private (0600, 0700); --owner gives them to the user the server \
+            runs as (the example systemd unit's User=simpletunnel), which must be able to read the file.
+            """
     )
 
-    @Argument(help: "The login to add or replace.")
-    var login: String
+    @Argument(help: "The login to add or replace (or remove, with --remove).")
+    var login: String?
 
-    @Option(help: "The users file; created (mode 0600) when missing.")
+    @Option(help: "The users file; created (mode 0600, its folder 0700) when missing.")
     var users = "users"
 
     @Option(help: "PBKDF2 iterations (at least 100000).")
     var iterations = PasswordHash.defaultIterations
 
+    @Flag(help: "List the logins in the users file.")
+    var list = false
+
+    @Flag(help: "Remove LOGIN from the users file.")
+    var remove = false
+
+    @Option(help: "Make the file (and a folder created for it) belong to this user, who runs the server (start as root).")
+    var owner: String?
+
     func validate() throws {
+        if list {
+            guard login == nil, !remove else { throw ValidationError("--list takes no login and no --remove") }
+            return
+        }
+        guard let login else { throw ValidationError("give the login to add (or to --remove), or --list") }
         guard UserDatabase.isValidLogin(login) else {
             throw ValidationError("login \"\(login)\" must be 1 to 64 characters without ':' or spaces")
         }
         guard iterations >= PasswordHash.minimumIterations else {
             throw ValidationError("--iterations \(iterations): at least \(PasswordHash.minimumIterations)")
         }
+        if let owner {
+            do { _ = try Privileges.account(named: owner) } catch { throw ValidationError("--owner: \(error)") }
+        }
     }
 
     func run() throws {
-        var database = UserDatabase()
-        if FileManager.default.fileExists(atPath: users) {
-            database = try UserDatabase.load(path: users)
+        let exists = FileManager.default.fileExists(atPath: users)
+        var database = exists ? try UserDatabase.load(path: users) : UserDatabase()
+        if list {
+            for login in database.users.keys.sorted() { print(login) }
+            return
         }
+        guard let login else { return }
+        if remove {
+            guard database.remove(login) else { throw ValidationError("\(login) is not in \(users)") }
+            try database.write(to: users)
+            print("\(login) removed from \(users)")
+            return
+        }
+        let account = try owner.map { name throws(PrivilegeError) in try Privileges.account(named: name) }
+        let folder = try UsersFileFolder.ensure(for: users, owner: account)
         let password = try PasswordReader.read(prompt: "Password for \(login): ")
         guard !password.isEmpty else { throw ValidationError("the password is empty") }
+        let replaced = database.users[login] != nil
         database.set(login, hash: try PasswordHash(password: password, iterations: iterations))
         try database.write(to: users)
-        print("\(login) saved in \(users)")
+        if let account {
+            guard chown(users, account.uid, account.gid) == 0 else {
+                throw ValidationError("cannot give \(users) to \(account.name): \(String(cString: strerror(errno)))")
+            }
+        }
+        print("\(replaced ? "password changed for" : "added") \(login) in \(users)\(folder.map { " (created \($0), mode 0700)" } ?? "")")
+        if account == nil, getuid() == 0 {
+            print("note: \(users) belongs to root (mode 0600); a server running as another user cannot read it: add --owner USER")
+        }
+    }
+}
+
+/// The users file's folder: created (0700, owned by `owner`) when missing, as `ssh-keygen` does for ~/.ssh.
+enum UsersFileFolder {
+    /// The folder created, or nil if it was there.
+    static func ensure(for path: String, owner: Privileges.Account?) throws -> String? {
+        let folder = (path as NSString).deletingLastPathComponent
+        guard !folder.isEmpty, !FileManager.default.fileExists(atPath: folder) else { return nil }
+        do {
+            // Folders above it as usual (0755 under the umask), so that the server's user can reach it; the folder itself private.
+            let parent = (folder as NSString).deletingLastPathComponent
+            if !parent.isEmpty { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw ValidationError("cannot create the folder \(folder) for \(path): \(error.localizedDescription)")
+        }
+        if let owner, chown(folder, owner.uid, owner.gid) != 0 {
+            throw ValidationError("cannot give \(folder) to \(owner.name): \(String(cString: strerror(errno)))")
+        }
+        return folder
     }
 }
 

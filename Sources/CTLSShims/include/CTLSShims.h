@@ -15,6 +15,8 @@ int ctls_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert);
 long ctls_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode);
 int ctls_SSL_set_tlsext_host_name(SSL *ssl, const char *name);
 long ctls_BIO_get_mem_data(BIO *bio, char **data);
+/// The first certificate the peer presented, verified or not (NULL if none); not owned.
+X509 *ctls_peer_presented_leaf(const SSL *ssl);
 /// A fresh EC P-256 private key (EVP_EC_gen is a variadic macro), or NULL.
 EVP_PKEY *ctls_generate_ec_p256_key(void);
 /// The protocol version constants (macros) as values Swift can see.

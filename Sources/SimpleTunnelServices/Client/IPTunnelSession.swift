@@ -10,7 +10,8 @@ public struct IPTunnelOptions: Sendable {
     public var applyRoutes = true
     /// Apply the pushed DNS settings (`--dns`).
     public var applyDNS = false
-    public var mtu = 1400
+    /// Nil: the MTU the server pushes (`IPv4.MTU`), else 1400.
+    public var mtu: Int?
 
     public init() {}
 }
@@ -23,6 +24,8 @@ public struct IPTunnelSettings: Sendable, Hashable {
     public var routes: [IPv4Network]?
     public var dnsServers: [IPAddress]
     public var searchDomains: [String]
+    /// `IPv4.MTU`, the server's device MTU (ours, PROTOCOL.md A5); nil when absent or out of range.
+    public var mtu: Int?
 
     public init(configuration: [String: PropertyListValue]) throws {
         let ipv4 = configuration["IPv4"]?.dictionaryValue ?? [:]
@@ -47,6 +50,7 @@ public struct IPTunnelSettings: Sendable, Hashable {
         } else {
             self.routes = nil
         }
+        self.mtu = ipv4["MTU"]?.integerValue.flatMap { Int(exactly: $0) }.flatMap { (576...65535).contains($0) ? $0 : nil }
         let dns = configuration["DNS"]?.dictionaryValue ?? [:]
         self.dnsServers = (dns["Servers"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { IPAddress($0) } }
         self.searchDomains = (dns["SearchDomains"]?.arrayValue ?? []).compactMap(\.stringValue)
@@ -127,7 +131,7 @@ public final class IPTunnelSession: Sendable {
     private static func apply(
         _ settings: IPTunnelSettings, options: IPTunnelOptions, server: SocketAddress?, device: String, network: LinuxNetworkConfigurator
     ) throws {
-        try network.setLinkUp(device: device, mtu: options.mtu)
+        try network.setLinkUp(device: device, mtu: options.mtu ?? settings.mtu ?? 1400)
         try network.addAddress(settings.address, prefixLength: settings.prefixLength, device: device)
         if options.applyRoutes {
             try applyRoutes(settings, device: device, server: server, network: network)
@@ -149,7 +153,7 @@ public final class IPTunnelSession: Sendable {
                     endpoint.attach(sink: multiplexer)
                     promise.succeed(configuration ?? [:])
                 case .failure(let failure):
-                    promise.fail(IPTunnelError("the server refused the IP tunnel: \(failure)"))
+                    promise.fail(IPTunnelError(refusal: failure.result))
                 }
             }
             endpoint.identifier = identifier ?? 0
@@ -246,5 +250,17 @@ public struct IPTunnelError: Error, CustomStringConvertible {
 
     init(_ description: String) {
         self.description = description
+    }
+
+    /// The server's answer to the IP flow's `open` (PROTOCOL.md A4), said as what to do.
+    init(refusal result: TunnelConnectionOpenResult) {
+        switch result {
+        case .refused:
+            description = "the server refused the IP tunnel: its address pool is exhausted (result 3); try again when a client leaves, or widen its IPv4 Pool"
+        case .internalError:
+            description = "the server has no IP layer, or could not set up its side (result 5): start it with --tun, or with a --config that has an IPv4 Pool; its log says which"
+        default:
+            description = "the server refused the IP tunnel (result \(result.rawValue), \(result))"
+        }
     }
 }

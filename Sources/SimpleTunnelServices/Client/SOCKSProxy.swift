@@ -19,6 +19,7 @@ public enum SOCKSProxy {
                 }
             }
             .bind(host: bindHost, port: bindPort)
+            .namingListenAddress(host: bindHost, port: bindPort)
             .get()
         let proxy = try LocalListener(channel: channel)
         logger.notice("SOCKS5 proxy on \(TunnelEndpoint(proxy.localAddress)) through the tunnel")
@@ -54,7 +55,7 @@ public enum SOCKSProxy {
                 promise.succeed(.succeeded(boundAddress: channel.localAddress))
             case .failure(let failure):
                 logger.notice("SOCKS CONNECT refused", metadata: ["destination": "\(destination)", "reason": "\(failure)"])
-                promise.succeed(SOCKS5Outcome(failure.result, boundAddress: nil))
+                promise.succeed(.failure(failure))
             }
         }
         if let identifier {
@@ -90,7 +91,7 @@ public enum SOCKSProxy {
                         promise.succeed(.succeeded(boundAddress: udp.localAddress))
                     case .failure(let failure):
                         udp.close(promise: nil)
-                        promise.succeed(SOCKS5Outcome(failure.result, boundAddress: nil))
+                        promise.succeed(.failure(failure))
                     }
                 }
                 // The association lives as long as the TCP connection that asked for it.

@@ -22,6 +22,7 @@ public enum TCPPortForwarder {
                 }
             }
             .bind(host: bindHost, port: bindPort)
+            .namingListenAddress(host: bindHost, port: bindPort)
             .get()
         let forwarder = try LocalListener(channel: channel)
         logger.notice("forwarding \(TunnelEndpoint(forwarder.localAddress)) to \(destination) through the tunnel")

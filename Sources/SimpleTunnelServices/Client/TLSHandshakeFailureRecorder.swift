@@ -6,13 +6,50 @@ import NIOTLS
 /// came up, so that connecting fails with the real reason (an untrusted
 /// certificate, a pin mismatch) rather than only "closed". Leaves the
 /// pipeline once the handshake is done.
+///
+/// A server that closes during the handshake, or never answers it within
+/// `stallTimeout`, is reported with what it most likely is: a `--plaintext`
+/// server (which closes a ClientHello at once), or something else entirely.
 final class TLSHandshakeFailureRecorder: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
 
     private let failure: NIOLockedValueBox<TLSError?>
+    private let stallTimeout: TimeAmount
+    private var stallTimer: Scheduled<Void>?
 
-    init(into failure: NIOLockedValueBox<TLSError?>) {
+    init(into failure: NIOLockedValueBox<TLSError?>, stallTimeout: TimeAmount = .seconds(10)) {
         self.failure = failure
+        self.stallTimeout = stallTimeout
+    }
+
+    static let closedHint = TLSError.handshakeFailed(
+        reason: "the server closed the connection before answering the TLS handshake; it may be running with --plaintext "
+            + "(then connect with --plaintext), or be refusing connections from this address for now (its log says which)")
+
+    func channelActive(context: ChannelHandlerContext) {
+        let seconds = stallTimeout.nanoseconds / 1_000_000_000
+        let failure = self.failure
+        stallTimer = context.eventLoop.assumeIsolated().scheduleTask(in: stallTimeout) {
+            failure.withLockedValue {
+                $0 = $0 ?? .handshakeFailed(
+                    reason: "no TLS answer from the server within \(seconds) s; it may be running with --plaintext "
+                        + "(then connect with --plaintext), or not be a tunnel-server")
+            }
+            context.close(promise: nil)
+        }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stallTimer?.cancel()
+        failure.withLockedValue { recorded in
+            if recorded == nil || recorded == .closedBeforeHandshake { recorded = Self.closedHint }
+        }
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        stallTimer?.cancel()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
@@ -34,7 +71,7 @@ extension TLSError {
     /// A failure that another attempt with the same settings cannot cure.
     var isPermanent: Bool {
         switch self {
-        case .certificateVerificationFailed, .pinnedCertificateMismatch, .invalidConfiguration: return true
+        case .certificateVerificationFailed, .certificateNotTrustedBySystem, .pinnedCertificateMismatch, .invalidConfiguration: return true
         default: return false
         }
     }

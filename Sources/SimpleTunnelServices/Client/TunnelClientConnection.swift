@@ -147,5 +147,9 @@ public final class TunnelClientConnection: Sendable {
 public struct TunnelLoginRefusedError: Error, CustomStringConvertible {
     public var login: String
 
-    public var description: String { "the server refused the login \"\(login)\"" }
+    /// The protocol's refusal carries no reason (PROTOCOL.md B2), so the message names what it can be.
+    public var description: String {
+        "the server refused the login \"\(login)\": a wrong login or password, or too many failed attempts from this address "
+            + "have locked it out for a while; the server's log says which"
+    }
 }

@@ -26,6 +26,13 @@ public struct TunnelClientLaunchOptions: Sendable {
             return nil
         }
         if let passwordFile {
+            // Like ssh with a private key: a password others can read is refused, not used.
+            var status = stat()
+            if stat(passwordFile, &status) == 0, status.st_mode & 0o077 != 0 {
+                let mode = String(status.st_mode & 0o777, radix: 8)
+                throw TunnelClientLaunchError(
+                    "--password-file \(passwordFile): others can read or change it (mode \(mode)); `chmod 600 \(passwordFile)` and try again")
+            }
             guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
                 throw TunnelClientLaunchError("--password-file \(passwordFile): cannot be read")
             }

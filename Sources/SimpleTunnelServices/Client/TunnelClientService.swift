@@ -33,6 +33,9 @@ public struct TunnelClientService: Service, CustomStringConvertible {
     /// An explicit `--control` must work; the default may be taken by another client.
     private let controlPathIsRequired: Bool
     private let reconnect: ReconnectBackoff?
+    /// Whether the offers need a tunnel to start (the IP tunnel does); listeners
+    /// do not, and are bound first so that a taken port fails at once, as with ssh.
+    private let offersNeedTunnel: Bool
     /// The client's state, as `status` shows it.
     public let status: TunnelClientStatusBoard
 
@@ -40,8 +43,10 @@ public struct TunnelClientService: Service, CustomStringConvertible {
     /// `tunnel-client status` and `stop` can reach this client there.
     public init(
         settings: TunnelClientConnection.Settings, group: EventLoopGroup, logger: Logger, controlPath: String? = nil,
-        controlPathIsRequired: Bool = true, reconnect: ReconnectBackoff? = ReconnectBackoff(), startOffers: @escaping Offers
+        controlPathIsRequired: Bool = true, reconnect: ReconnectBackoff? = ReconnectBackoff(), offersNeedTunnel: Bool = true,
+        startOffers: @escaping Offers
     ) {
+        self.offersNeedTunnel = offersNeedTunnel
         self.controlPathIsRequired = controlPathIsRequired
         self.settings = settings
         self.group = group
@@ -63,24 +68,36 @@ public struct TunnelClientService: Service, CustomStringConvertible {
         var tunnel: TunnelClientConnection?
         var offers: [LocalOffer] = []
         var failure: Error?
+        var shortLived = ShortLivedTunnels()
         await withGracefulShutdownHandler {
             do {
+                // What the user asked for starts once; a failure here is a mistake to report, not to retry.
+                if !offersNeedTunnel {
+                    offers = try await startOffers(current, status)
+                }
                 status.set(.connecting)
                 tunnel = try await bringUp(current: current, offers: [], afterLoss: false, stopped: stopped.futureResult)
                 guard tunnel != nil else { return }
-                // What the user asked for starts once; a failure here is a mistake to report, not to retry.
-                offers = try await startOffers(current, status)
+                if offersNeedTunnel {
+                    offers = try await startOffers(current, status)
+                }
                 while let up = tunnel {
+                    let upSince = NIODeadline.now()
                     try? await up.closeFuture.get()
                     current.set(nil)
+                    shortLived.tunnelLost(after: NIODeadline.now() - upSince)
                     if status.stopRequested { return }
                     let lost = TunnelClientLaunchError("the tunnel to \(status.server) was lost")
                     status.failed(lost)
                     guard reconnect != nil else { throw lost }
                     status.set(.reasserting)
                     logger.warning("tunnel lost; reconnecting (forwards and proxies stay; connections open now are closed)", metadata: ["server": "\(status.server)"])
+                    if let warning = shortLived.warning {
+                        logger.warning("\(warning)", metadata: ["server": "\(status.server)"])
+                    }
                     guard let next = try await bringUp(
-                        current: current, offers: offers, afterLoss: true, stopped: stopped.futureResult, address: up.channel.remoteAddress?.ipAddress
+                        current: current, offers: offers, afterLoss: true, stopped: stopped.futureResult, address: up.channel.remoteAddress?.ipAddress,
+                        earlierLosses: shortLived.inARow - 1
                     ) else { return }
                     tunnel = next
                 }
@@ -111,8 +128,13 @@ public struct TunnelClientService: Service, CustomStringConvertible {
     /// `address` is where the lost tunnel went: reconnections go there, not to
     /// the name again, because while a full tunnel is down its DNS servers are
     /// out of reach (the name is still what TLS verifies).
+    ///
+    /// `earlierLosses` counts the short-lived tunnels before this loss: each
+    /// doubles the first wait, so a fight over one identity slows to the
+    /// backoff's maximum instead of flapping.
     private func bringUp(
-        current: CurrentTunnel, offers: [LocalOffer], afterLoss: Bool, stopped: EventLoopFuture<Void>, address: String? = nil
+        current: CurrentTunnel, offers: [LocalOffer], afterLoss: Bool, stopped: EventLoopFuture<Void>, address: String? = nil,
+        earlierLosses: Int = 0
     ) async throws -> TunnelClientConnection? {
         var settings = self.settings
         if let address {
@@ -125,7 +147,8 @@ public struct TunnelClientService: Service, CustomStringConvertible {
             attempt += 1
             // After a loss even the first attempt waits a little, so clients cut off together spread out.
             if let reconnect, afterLoss || attempt > 1 {
-                await Self.wait(reconnect.delay(beforeAttempt: afterLoss ? attempt : attempt - 1, using: &generator), unless: stopped, on: current.eventLoop)
+                let step = afterLoss ? attempt + max(earlierLosses, 0) : attempt - 1
+                await Self.wait(reconnect.delay(beforeAttempt: step, using: &generator), unless: stopped, on: current.eventLoop)
             }
             if status.stopRequested { return nil }
             var candidate: TunnelClientConnection?

@@ -23,6 +23,7 @@ public enum UDPPortForwarder {
                 }
             }
             .bind(host: bindHost, port: bindPort)
+            .namingListenAddress(host: bindHost, port: bindPort)
             .get()
         let forwarder = try LocalListener(channel: channel)
         logger.notice("forwarding UDP \(TunnelEndpoint(forwarder.localAddress)) to \(destination) through the tunnel")

@@ -14,10 +14,13 @@ extension TunnelServerConfiguration {
         }
         let top = ConfigurationDictionary(entries: entries, keyPath: .root)
 
-        let ipv4 = try top.required("IPv4", expected: "a dictionary with a Pool of addresses to lease").dictionary()
-        let pool = try Self.pool(ipv4.required("Pool", expected: "a dictionary with StartAddress and EndAddress"))
-        let routes = try ipv4.optional("Routes").map { node throws(ConfigurationError) in try Self.routes(node) }
-        var otherIPv4Keys = ipv4.entries
+        // Without IPv4 the server carries flows only, unless --tun asks for the built-in pool.
+        let ipv4 = try top.optional("IPv4")?.dictionary()
+        let pool = try ipv4.map { ipv4 throws(ConfigurationError) in
+            try Self.pool(ipv4.required("Pool", expected: "a dictionary with StartAddress and EndAddress"))
+        }
+        let routes = try ipv4?.optional("Routes").map { node throws(ConfigurationError) in try Self.routes(node) }
+        var otherIPv4Keys = ipv4?.entries ?? [:]
         for key in ["Pool", "Routes", "Address", "Netmask"] { otherIPv4Keys[key] = nil }
 
         let dns = try top.optional("DNS").map { node throws(ConfigurationError) in try Self.dns(node) }
@@ -29,9 +32,10 @@ extension TunnelServerConfiguration {
         for key in ["IPv4", "DNS", "Server"] { passThroughKeys[key] = nil }
 
         self.init(
-            pool: pool, routes: routes, otherIPv4Keys: otherIPv4Keys, dns: dns,
+            pool: pool ?? Self.embeddedDefault.pool, routes: routes, otherIPv4Keys: otherIPv4Keys, dns: dns,
             passThroughKeys: passThroughKeys, server: server ?? TunnelServerSettings()
         )
+        poolIsConfigured = pool != nil
         self = fillingMissingDNS(fromResolvConf: resolvConf)
         try checkClientConfigurationFitsInAMessage()
     }

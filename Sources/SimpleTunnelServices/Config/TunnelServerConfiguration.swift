@@ -7,6 +7,9 @@
 public struct TunnelServerConfiguration: Sendable, Hashable {
     /// Addresses leased to IP flows (`IPv4.Pool`), both ends included.
     public var pool: ClosedRange<IPv4Address>
+    /// False when the file has no `IPv4` (a server for flows only): `pool` is
+    /// then the built-in one, used only if `--tun` asks for an IP layer.
+    public var poolIsConfigured = true
     /// `IPv4.Routes`, sent with every lease. Nil (no key) means the client
     /// routes everything through the tunnel; an empty list is sent as it is.
     public var routes: [IPv4Network]?

@@ -90,7 +90,7 @@ public final class ServerFlowOpener: FlowOpener {
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         if let refusal = settings.authorizer.refusal(forHost: destination.host, port: destination.port) {
-            return completion(.failure(FlowOpenFailure(.refused, refusal)))
+            return completion(.failure(FlowOpenFailure(.refused, refusal, detail: .notAllowedByPolicy)))
         }
         // Counted from here: a connect in progress holds a descriptor too.
         let ticket: FlowSocketTicket
@@ -118,7 +118,7 @@ public final class ServerFlowOpener: FlowOpener {
                         return false
                     }
                     guard !allowed.isEmpty else {
-                        return completion(.failure(FlowOpenFailure(.refused, refusals.first ?? "not allowed by policy")))
+                        return completion(.failure(FlowOpenFailure(.refused, refusals.first ?? "not allowed by policy", detail: .notAllowedByPolicy)))
                     }
                     attempt(
                         Array(allowed.prefix(settings.maximumConnectAttempts))[...], failures: [], identifier: identifier, sink: sink, ticket: ticket,
@@ -175,8 +175,13 @@ public final class ServerFlowOpener: FlowOpener {
         if let channelError = error as? ChannelError, case .connectTimeout = channelError {
             return FlowOpenFailure(.timeout, "connecting to \(target) timed out")
         }
-        if let ioError = error as? IOError, ioError.errnoCode == ECONNREFUSED {
-            return FlowOpenFailure(.refused, "\(target) refused the connection")
+        if let ioError = error as? IOError {
+            switch ioError.errnoCode {
+            case ECONNREFUSED: return FlowOpenFailure(.refused, "\(target) refused the connection")
+            case ENETUNREACH: return FlowOpenFailure(.internalError, "no route to the network of \(target)", detail: .networkUnreachable)
+            case EHOSTUNREACH: return FlowOpenFailure(.internalError, "\(target) is unreachable", detail: .hostUnreachable)
+            default: break
+            }
         }
         if let connectionError = error as? NIOConnectionError {
             for attempt in connectionError.connectionErrors {

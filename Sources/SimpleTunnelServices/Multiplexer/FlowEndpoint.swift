@@ -54,10 +54,13 @@ public struct OpenedFlow {
 public struct FlowOpenFailure: Error, CustomStringConvertible {
     public var result: TunnelConnectionOpenResult
     public var reason: String
+    /// Sent beside the result by our server (PROTOCOL.md B6).
+    public var detail: TunnelOpenResultDetail?
 
-    public init(_ result: TunnelConnectionOpenResult, _ reason: String) {
+    public init(_ result: TunnelConnectionOpenResult, _ reason: String, detail: TunnelOpenResultDetail? = nil) {
         self.result = result
         self.reason = reason
+        self.detail = detail
     }
 
     public var description: String { "\(result) (\(reason))" }

@@ -39,8 +39,8 @@ extension TunnelMultiplexer {
             receiveClose(direction, for: identifier)
         case (.open(let identifier, let request), .server(let opener, _)):
             receiveOpen(request, for: identifier, opener: opener)
-        case (.openResult(let identifier, let result, let configuration), .client):
-            receiveOpenResult(result, configuration: configuration, for: identifier)
+        case (.openResult(let identifier, let result, let configuration, let detail), .client):
+            receiveOpenResult(result, configuration: configuration, detail: detail, for: identifier)
         case (.fetchConfiguration(let identifier, _), .server(_, let responder)):
             sendControl(.fetchConfiguration(identifier: identifier, configuration: responder.configurationForFetch()))
         case (.fetchConfiguration(_, let configuration), .client):
@@ -172,7 +172,7 @@ extension TunnelMultiplexer {
                 metadata: ["flow": "\(identifier)", "request": "\(request)", "result": "\(failure.result)", "reason": "\(failure.reason)"])
             metrics?.openResult(failure.result)
             if flow.openFailedNeedsAnswer() {
-                sendControl(.openResult(identifier: identifier, result: failure.result))
+                sendControl(.openResult(identifier: identifier, result: failure.result, detail: failure.detail))
             }
             forget(identifier)
         case .success(let opened):
@@ -211,6 +211,7 @@ extension TunnelMultiplexer {
     private func receiveOpenResult(
         _ result: TunnelConnectionOpenResult,
         configuration: [String: PropertyListValue]?,
+        detail: TunnelOpenResultDetail?,
         for identifier: TunnelConnectionIdentifier
     ) {
         guard let flow = flows[identifier], flow.isAwaitingOpenResult else {
@@ -221,7 +222,7 @@ extension TunnelMultiplexer {
             return
         }
         guard result == .success else {
-            failPendingOpen(identifier, FlowOpenFailure(result, "the server answered \(result)"))
+            failPendingOpen(identifier, FlowOpenFailure(result, "the server answered \(result)\(detail.map { ", \($0)" } ?? "")", detail: detail))
             return
         }
         statistics.flowsOpened += 1
@@ -234,8 +235,10 @@ extension TunnelMultiplexer {
     }
 
     func failPendingOpen(_ identifier: TunnelConnectionIdentifier, _ failure: FlowOpenFailure) {
+        // The completion first: a SOCKS proxy must answer on the connection that forgetting the flow closes.
+        let completion = openCompletions.removeValue(forKey: identifier)
+        completion?(.failure(failure))
         forget(identifier)
-        openCompletions.removeValue(forKey: identifier)?(.failure(failure))
     }
 
     // MARK: Unexpected

@@ -102,6 +102,7 @@ public final class TunnelServer: Sendable {
                 }
             }
             .bind(host: settings.host, port: settings.port)
+            .namingListenAddress(host: settings.host, port: settings.port)
             .get()
         let server = try TunnelServer(channel: channel, tunnels: tunnels, admission: admission, logger: logger)
         logger.notice("listening on \(TunnelEndpoint(server.localAddress))", metadata: ["tls": "\(settings.tls != nil)"])
@@ -135,6 +136,8 @@ public final class TunnelServer: Sendable {
         let pipeline = channel.pipeline.syncOperations
         if let tls = settings.tls {
             try pipeline.addHandler(TLSHandler(context: tls, logger: logger))
+        } else {
+            try pipeline.addHandler(PlaintextTLSClientDetector())
         }
         try pipeline.addTunnelMessageCodec()
         let peer = TunnelPeer(channel: channel)

@@ -102,8 +102,8 @@ public struct TunnelServerLaunch: Sendable {
         settings.multiplexerLimits.udpIdleTimeout = try seconds(options.udpIdleTimeout, orElse: limits.udpIdleTimeout, "--udp-idle-timeout")
         try applyAdmissionLimits(options, limits, to: &settings)
         if let idle = options.idleTimeout {
-            guard idle >= 0, idle.isFinite else { throw TunnelServerLaunchError.invalidOption("--idle-timeout \(idle): expected seconds, 0 for never") }
-            settings.liveness.idleTimeout = idle == 0 ? nil : TimeAmount(seconds: idle)
+            let amount = try checkedSeconds(idle, "--idle-timeout", allowsZero: true)
+            settings.liveness.idleTimeout = idle == 0 ? nil : amount
         }
         let loopback = Self.isLoopback(settings.host)
         // On a public address, clients must not reach the server's own loopback services or the cloud metadata service.
@@ -242,10 +242,17 @@ public struct TunnelServerLaunch: Sendable {
 
     private static func seconds(_ flag: Double?, orElse configured: Duration, _ option: String) throws -> TimeAmount {
         if let flag {
-            guard flag > 0, flag.isFinite else { throw TunnelServerLaunchError.invalidOption("\(option) \(flag): expected a positive number of seconds") }
-            return TimeAmount(seconds: flag)
+            return try checkedSeconds(flag, option)
         }
         return TimeAmount(configured)
+    }
+
+    private static func checkedSeconds(_ value: Double, _ option: String, allowsZero: Bool = false) throws -> TimeAmount {
+        do {
+            return try UserSeconds.checked(value, option: option, allowsZero: allowsZero)
+        } catch {
+            throw TunnelServerLaunchError.invalidOption(error.description)
+        }
     }
 }
 

@@ -14,16 +14,19 @@ public struct TunnelServerService: Service, CustomStringConvertible {
     private let onListening: @Sendable (TunnelServer) throws -> Void
     private let ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)?
     private let metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)?
+    private let ipLayerIsRequired: Bool
 
     /// With `ipLayer`, the server brings up its TUN device first; when it
-    /// cannot (not root, no /dev/net/tun), the IP layer is off, said in the
-    /// log, and IP opens get result 5. `onListening` runs once everything is
+    /// cannot (not root, no /dev/net/tun), the server stops with that error if
+    /// `ipLayerIsRequired` (an explicit `--tun`, as OpenVPN and wg-quick do),
+    /// else the IP layer is off, said in the log, and IP opens get result 5. `onListening` runs once everything is
     /// bound (where `--run-as` drops privileges); an error from it stops the server.
     public init(
         settings: TunnelServer.Settings,
         group: EventLoopGroup,
         logger: Logger,
         ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)? = nil,
+        ipLayerIsRequired: Bool = false,
         metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)? = nil,
         onListening: @escaping @Sendable (TunnelServer) throws -> Void = { _ in }
     ) {
@@ -32,6 +35,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         self.group = group
         self.logger = logger
         self.ipLayer = ipLayer
+        self.ipLayerIsRequired = ipLayerIsRequired
         self.onListening = onListening
     }
 
@@ -43,6 +47,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
                 handle = try ServerIPLayer.start(configuration: ipLayer.configuration, options: ipLayer.options, eventLoop: group.next(), metrics: settings.metrics, logger: logger)
                 settings.opener.ipLayer = handle?.layer
             } catch {
+                if ipLayerIsRequired { throw IPLayerStartError(underlying: error) }
                 logger.warning("IP layer off: \(error); IP tunnels will be refused (result 5)")
             }
         }
@@ -69,5 +74,13 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         }
         await server.shutdown()
         await metrics?.close()
+    }
+}
+
+/// The IP layer asked for with `--tun` could not be set up.
+public struct IPLayerStartError: Error, CustomStringConvertible {
+    public let underlying: any Error
+    public var description: String {
+        "cannot set up the IP layer asked for with --tun: \(underlying) (it needs root or CAP_NET_ADMIN and /dev/net/tun; without --tun the server runs without one)"
     }
 }

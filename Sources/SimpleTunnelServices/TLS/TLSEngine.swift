@@ -288,12 +288,22 @@ final class TLSEngine {
         let verifyResult = SSL_get_verify_result(ssl)
         if verifyResult != X509_V_OK {
             if case .pinnedSHA256 = context.configuration.trust, context.configuration.role == .client, verifyResult == X509_V_ERR_CERT_REJECTED {
-                return .pinnedCertificateMismatch
+                return .pinnedCertificateMismatch(presented: Self.presentedLeafFingerprint(ssl))
             }
-            let text = X509_verify_cert_error_string(verifyResult).map { String(cString: $0) }
-            return .certificateVerificationFailed(reason: text ?? reason)
+            let text = X509_verify_cert_error_string(verifyResult).map { String(cString: $0) } ?? reason
+            if case .system = context.configuration.trust, context.configuration.role == .client {
+                return .certificateNotTrustedBySystem(reason: text, presented: Self.presentedLeafFingerprint(ssl))
+            }
+            return .certificateVerificationFailed(reason: text)
         }
         return .handshakeFailed(reason: reason)
+    }
+
+    /// The SHA-256 of the certificate the peer presented, even when it failed
+    /// verification (the chain is kept; the verified peer is not set then).
+    private static func presentedLeafFingerprint(_ ssl: OpaquePointer) -> String? {
+        guard let leaf = ctls_peer_presented_leaf(ssl), let fingerprint = X509Inspection.sha256Fingerprint(leaf) else { return nil }
+        return HexEncoding.encode(fingerprint)
     }
 
     private static func configureServerName(

@@ -7,8 +7,10 @@ public enum TLSError: Error, Equatable, Sendable, CustomStringConvertible {
     case handshakeFailed(reason: String)
     /// The peer's certificate did not verify (reason from X509_verify_cert_error_string).
     case certificateVerificationFailed(reason: String)
-    /// The server's certificate is not the pinned one.
-    case pinnedCertificateMismatch
+    /// The server's certificate is not the pinned one; `presented` is the one it showed (hex SHA-256).
+    case pinnedCertificateMismatch(presented: String?)
+    /// A client trusting the system store (no --ca, no pin) could not verify the server.
+    case certificateNotTrustedBySystem(reason: String, presented: String?)
     /// The peer sent something TLS could not accept after the handshake.
     case protocolFailure(reason: String)
     /// The TCP connection ended without a TLS close_notify: data may have been cut off.
@@ -29,9 +31,15 @@ public enum TLSError: Error, Equatable, Sendable, CustomStringConvertible {
         case .certificateVerificationFailed(let reason):
             return "TLS peer certificate rejected: \(reason)"
                 + " (check the CA file, the host name, and the certificate's validity dates)"
-        case .pinnedCertificateMismatch:
-            return "TLS peer certificate does not match the pinned SHA-256 fingerprint"
-                + " (the server's identity changed, or this is not the server you pinned)"
+        case .pinnedCertificateMismatch(let presented):
+            return "TLS server certificate does not match the pinned SHA-256 fingerprint"
+                + (presented.map { "; it presented \($0)" } ?? "")
+                + " (the server's identity changed, or this is not the server you pinned; if you trust the change, pin the new fingerprint)"
+        case .certificateNotTrustedBySystem(let reason, let presented):
+            return "TLS server certificate rejected: \(reason)"
+                + " (the system trust store does not vouch for it: give --ca with the CA file that issued it, or --pin-sha256"
+                + (presented.map { " \($0), the fingerprint it presented" } ?? " with the fingerprint tunnel-server prints at start")
+                + "; or check the host name and the certificate's validity dates)"
         case .protocolFailure(let reason):
             return "TLS protocol failure: \(reason)"
         case .uncleanShutdown:

@@ -32,7 +32,6 @@ struct ConfigurationErrorTests {
 
     static let cases: [(PropertyListValue, String)] = [
         (.array([]), "the configuration's top level must be a dictionary, but it is an array"),
-        (.dictionary([:]), "IPv4: missing; expected a dictionary with a Pool of addresses to lease"),
         (.dictionary(["IPv4": .string("10.0.0.0/8")]), #"IPv4: expected a dictionary, got "10.0.0.0/8""#),
         (ipv4([:]), "IPv4.Pool: missing; expected a dictionary with StartAddress and EndAddress"),
         (ipv4(["Pool": .dictionary(["EndAddress": .string("10.0.0.9")])]), "IPv4.Pool.StartAddress: missing; expected the first IPv4 address to lease"),
@@ -102,6 +101,13 @@ struct ConfigurationErrorTests {
     @Test(arguments: cases)
     func explainsWhatIsWrongAndWhere(propertyList: PropertyListValue, expected: String) {
         #expect(Self.message(propertyList) == expected)
+    }
+
+    /// A server for flows only needs no IPv4: it is accepted, and its pool counts as not configured.
+    @Test func aConfigurationWithoutIPv4IsAcceptedWithoutAPool() throws {
+        let configuration = try TunnelServerConfiguration(propertyList: .dictionary(["DNS": .dictionary(["Servers": .array([.string("192.0.2.53")])])]))
+        #expect(!configuration.poolIsConfigured)
+        #expect(try TunnelServerConfiguration(propertyList: SampleConfiguration.with([:])).poolIsConfigured)
     }
 
     @Test func refusesClientSettingsTooLargeForOneMessage() {

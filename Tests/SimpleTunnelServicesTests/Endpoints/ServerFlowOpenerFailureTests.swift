@@ -15,8 +15,12 @@ struct ServerFlowOpenerFailureTests {
     @Test func aTimeoutAndOtherErrorsNameItToo() throws {
         let v6 = try SocketAddress(ipAddress: "::1", port: 8080)
         #expect(ServerFlowOpener.classify(ChannelError.connectTimeout(.seconds(1)), address: v6).reason == "connecting to [::1]:8080 timed out")
-        let other = ServerFlowOpener.classify(IOError(errnoCode: ENETUNREACH, reason: "connect"), address: v6)
+        let other = ServerFlowOpener.classify(IOError(errnoCode: EPERM, reason: "connect"), address: v6)
         #expect(other.result == .internalError && other.reason.hasPrefix("connecting to [::1]:8080 failed: "))
+        #expect(other.detail == nil)
+        let unreachable = ServerFlowOpener.classify(IOError(errnoCode: ENETUNREACH, reason: "connect"), address: v6)
+        #expect(unreachable.result == .internalError && unreachable.detail == .networkUnreachable)
+        #expect(unreachable.reason == "no route to the network of [::1]:8080")
     }
 
     @Test func ofSeveralAttemptsARefusalSaysMost() {

@@ -69,7 +69,7 @@ struct IPLayerTests {
         let (fixture, _, _) = try await Self.start()
         let peer = try await fixture.peer()
         try await peer.send(.open(identifier: 1, request: .ip))
-        guard case .openResult(1, .success, let configuration?)? = await peer.next() else {
+        guard case .openResult(1, .success, let configuration?, _)? = await peer.next() else {
             Issue.record("no successful open result")
             return
         }
@@ -141,7 +141,7 @@ struct IPLayerTests {
         let c = try await fixture.peer()
         for peer in [a, b] {
             try await peer.send(.open(identifier: 1, request: .ip))
-            guard case .openResult(1, .success, _)? = await peer.next() else {
+            guard case .openResult(1, .success, _, _)? = await peer.next() else {
                 Issue.record("open failed")
                 return
             }
@@ -153,7 +153,7 @@ struct IPLayerTests {
             try await Task.sleep(for: .milliseconds(10))
         }
         try await c.send(.open(identifier: 2, request: .ip))
-        guard case .openResult(2, .success, let configuration?)? = await c.next() else {
+        guard case .openResult(2, .success, let configuration?, _)? = await c.next() else {
             Issue.record("the freed lease was not reused")
             return
         }

@@ -69,7 +69,7 @@ final class VPNLab {
         let process = try lab.start(in: server, [
             BuiltPrograms.tunnelServer, "--host", "0.0.0.0", "--port", "4433", "--config", path,
             "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"), "--client-ca", pki.caFile,
-            "--tun", "stun0", "--log-level", "debug", "--state-directory", directory + "/server-state",
+            "--tun", "stun0", "--mtu", "1300", "--log-level", "debug", "--state-directory", directory + "/server-state",
         ] + arguments)
         let output = await process.waitForOutput(containing: "IP layer on", timeout: 20)
         try #require(output != nil, "the server did not bring its IP layer up:\n\(process.outputSoFar)")
@@ -130,6 +130,9 @@ struct IPTunnelNamespaceTests {
         #expect(addresses.contains("10.90.0.2"), "\(addresses)")
         let routes = try vpn.lab.run(in: client, ["ip", "route"]).standardOutput
         #expect(routes.contains("198.18.2.0/24 dev stun1"), "\(routes)")
+        // The client took the server's --mtu with its lease.
+        let link = try vpn.lab.run(in: client, ["ip", "link", "show", "dev", "stun1"]).standardOutput
+        #expect(link.contains("mtu 1300"), "\(link)")
 
         // Ping through the tunnel to the destination behind the server.
         let ping = try vpn.lab.run(in: client, ["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)

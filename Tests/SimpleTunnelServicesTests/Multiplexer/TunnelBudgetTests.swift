@@ -113,7 +113,7 @@ struct TunnelBudgetTests {
             multiplexer.receive(.message(.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: "h", port: 1)))))
         }
         loop.run()
-        let refusals = output.written.filter { if case .openResult(_, .refused, _) = $0 { true } else { false } }
+        let refusals = output.written.filter { if case .openResult(_, .refused, _, _) = $0 { true } else { false } }
         #expect(refusals.count == 499, "every refused open is still answered")
         let notices = lines.all.filter { $0.message == "refusing open" }
         #expect(notices.count <= 2, "\(notices.count) lines for one peer's flood")

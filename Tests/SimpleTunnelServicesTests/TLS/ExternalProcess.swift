@@ -15,6 +15,8 @@ final class ExternalProcess: @unchecked Sendable {
         case empty
         /// Open and silent until the process is killed.
         case silent
+        /// This text, then end of file.
+        case text(String)
     }
 
     init(_ arguments: [String], standardInput: StandardInput = .empty) throws {
@@ -24,9 +26,13 @@ final class ExternalProcess: @unchecked Sendable {
         process.standardError = output
         switch standardInput {
         case .empty: process.standardInput = FileHandle.nullDevice
-        case .silent: process.standardInput = input
+        case .silent, .text: process.standardInput = input
         }
         try process.run()
+        if case .text(let text) = standardInput {
+            input.fileHandleForWriting.write(Data(text.utf8))
+            try input.fileHandleForWriting.close()
+        }
         // Drain continuously so the child never blocks on a full pipe.
         let collected = self.collected
         let reader = output.fileHandleForReading

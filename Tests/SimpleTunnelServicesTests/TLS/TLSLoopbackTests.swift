@@ -131,9 +131,11 @@ struct TLSLoopbackTests {
             server: pki.serverConfiguration(), client: .client(trust: .system, serverName: "localhost"))
         defer { pair.closeAll() }
         await Self.expectRefused(pair)
+        // With no trust option given, the message names the options there are and the fingerprint presented.
+        let presented = HexEncoding.encode(pki.server.sha256Fingerprint)
         #expect(pair.clientRecord.hasError {
-            if case .certificateVerificationFailed(let reason) = $0 { return reason.contains("local issuer") }
-            return false
+            guard case .certificateNotTrustedBySystem(let reason, presented) = $0 else { return false }
+            return reason.contains("local issuer") && $0.description.contains("--ca") && $0.description.contains("--pin-sha256 \(presented)")
         }, "\(pair.clientRecord.snapshot)")
     }
 
@@ -200,7 +202,10 @@ struct TLSLoopbackTests {
             client: .client(trust: .pinnedSHA256([pki.wrongHostServer.sha256Fingerprint])))
         defer { pair.closeAll() }
         await Self.expectRefused(pair)
-        #expect(pair.clientRecord.hasError { $0 == .pinnedCertificateMismatch }, "\(pair.clientRecord.snapshot.errors)")
+        // Like ssh, the refusal shows the fingerprint the server really presented.
+        let presented = HexEncoding.encode(pki.server.sha256Fingerprint)
+        #expect(pair.clientRecord.hasError { $0 == .pinnedCertificateMismatch(presented: presented) }, "\(pair.clientRecord.snapshot.errors)")
+        #expect(TLSError.pinnedCertificateMismatch(presented: presented).description.contains(presented))
     }
 
     @Test func mutualTLSWithoutClientCertificateIsRefused() async throws {

@@ -8,10 +8,10 @@ struct FlowSocketLimitsTests {
     static func open(_ peer: RawTunnelPeer, _ identifier: Int64, port: Int) async throws -> TunnelConnectionOpenResult? {
         try await peer.send(.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: "127.0.0.1", port: port))))
         let answer = await peer.next { message in
-            if case .openResult(identifier, _, _) = message { return false }
+            if case .openResult(identifier, _, _, _) = message { return false }
             return true
         }
-        guard case .openResult(_, let result, _) = answer else { return nil }
+        guard case .openResult(_, let result, _, _) = answer else { return nil }
         return result
     }
 

@@ -188,7 +188,7 @@ struct ReconnectionTests {
         var wrongPin = try server.clientSettings(pin: [UInt8](repeating: 7, count: 32))
         wrongPin.credentials = ("alice", "right")
         let untrusted = TunnelClientService(settings: wrongPin, group: group, logger: TunnelFixture.logger, reconnect: Self.quickBackoff) { _, _ in [] }
-        await #expect(throws: TLSError.pinnedCertificateMismatch) { try await untrusted.run() }
+        await #expect(throws: TLSError.pinnedCertificateMismatch(presented: server.identity.sha256FingerprintHex)) { try await untrusted.run() }
 
         await server.stop()
         server.remove()
@@ -213,5 +213,33 @@ struct ReconnectionTests {
             #expect(samples.allSatisfy { $0 >= ceiling / 2 && $0 <= ceiling }, "attempt \(attempt)")
             #expect(Set(samples).count > 1, "attempt \(attempt) has no jitter")
         }
+    }
+}
+
+@Suite("Client reconnection: tunnels that die young")
+struct ShortLivedTunnelTests {
+    @Test func lossesSoonAfterComingUpAddUpAndALongLifeResetsThem() {
+        var losses = ShortLivedTunnels()
+        #expect(losses.tunnelLost(after: .seconds(1)) == 1)
+        #expect(losses.tunnelLost(after: .seconds(2)) == 2)
+        #expect(losses.warning == nil)
+        #expect(losses.tunnelLost(after: .milliseconds(900)) == 3)
+        let warning = try? #require(losses.warning)
+        #expect(warning?.contains("another client with the same certificate or login") == true)
+        #expect(losses.tunnelLost(after: .seconds(600)) == 0)
+        #expect(losses.warning == nil)
+    }
+
+    @Test func eachShortLivedTunnelDoublesTheFirstWaitUpToTheMaximum() {
+        // The wait before the first attempt after the n-th short-lived loss in a row is
+        // `delay(beforeAttempt: n)`: at least half of initial × 2^(n-1), capped at the maximum.
+        let backoff = ReconnectBackoff()
+        var generator = SystemRandomNumberGenerator()
+        let afterOne = backoff.delay(beforeAttempt: 1, using: &generator)
+        let afterFive = backoff.delay(beforeAttempt: 5, using: &generator)
+        let afterTen = backoff.delay(beforeAttempt: 10, using: &generator)
+        #expect(afterOne <= .milliseconds(500))
+        #expect(afterFive >= .seconds(4))
+        #expect(afterTen >= .seconds(15) && afterTen <= .seconds(30))
     }
 }

@@ -31,8 +31,10 @@ struct RunAsTests {
             "--run-as", "nobody", "--control", directory + "/client.sock", "--log-level", "info",
         ])
         defer { client.terminate() }
+        // The listener is bound (and privileges dropped) before the tunnel opens: wait for both.
         let output = await client.waitForOutput(containing: "running as nobody", timeout: 20)
         try #require(output != nil, "\(client.outputSoFar)")
+        try #require(await client.waitForOutput(containing: "tunnel up", timeout: 20) != nil, "\(client.outputSoFar)")
         let line = try #require(client.outputSoFar.split(separator: "\n").first { $0.contains("forwarding 127.0.0.1:") })
         let port = try #require(line.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }.flatMap { Int($0.split(separator: ":")[1]) })
 

@@ -51,7 +51,7 @@ struct DenyPort: DestinationAuthorizer {
 struct ServerProtocolTests {
     func open(_ peer: RawTunnelPeer, _ identifier: Int64, _ host: String, _ port: Int) async throws -> TunnelConnectionOpenResult? {
         try await peer.send(.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: host, port: port))))
-        guard case .openResult(identifier, let result, _) = await peer.next() else { return nil }
+        guard case .openResult(identifier, let result, _, _) = await peer.next() else { return nil }
         return result
     }
 

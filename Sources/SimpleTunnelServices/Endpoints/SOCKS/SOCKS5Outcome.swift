@@ -30,6 +30,11 @@ public struct SOCKS5Outcome: Sendable, Hashable {
         self.init(reply: SOCKS5ReplyCode(result), boundAddress: boundAddress)
     }
 
+    /// The failure reply for a flow the tunnel server could not open.
+    public static func failure(_ failure: FlowOpenFailure) -> SOCKS5Outcome {
+        SOCKS5Outcome(reply: SOCKS5ReplyCode(failure.result, detail: failure.detail), boundAddress: nil)
+    }
+
     /// A success reply bound to a socket's address (nil: 0.0.0.0:0).
     public static func succeeded(boundAddress: SocketAddress?) -> SOCKS5Outcome {
         SOCKS5Outcome(reply: .succeeded, boundAddress: boundAddress)

@@ -25,4 +25,15 @@ extension SOCKS5ReplyCode {
         case .internalError: self = .generalFailure
         }
     }
+
+    /// As above, refined by our server's `result-detail` (PROTOCOL.md B6):
+    /// refused by policy is 2, not 5; an unreachable network or host is 3 or 4.
+    public init(_ result: TunnelConnectionOpenResult, detail: TunnelOpenResultDetail?) {
+        switch detail {
+        case .notAllowedByPolicy: self = .connectionNotAllowed
+        case .networkUnreachable: self = .networkUnreachable
+        case .hostUnreachable: self = .hostUnreachable
+        case nil: self.init(result)
+        }
+    }
 }

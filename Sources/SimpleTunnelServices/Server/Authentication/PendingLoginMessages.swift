@@ -38,7 +38,7 @@ struct PendingLoginMessages {
             return baseSize + endpoint.host.utf8.count
         case .authenticate(let login, let password):
             return baseSize + login.utf8.count + password.utf8.count
-        case .openResult(_, _, .some), .fetchConfiguration(_, .some):
+        case .openResult(_, _, .some, _), .fetchConfiguration(_, .some):
             return maximumBytes + 1
         case .open, .openResult, .fetchConfiguration, .suspend, .resume, .close, .authenticateResult:
             return baseSize

@@ -54,6 +54,11 @@ public struct UserDatabase: Sendable, Hashable {
         users[login] = hash
     }
 
+    /// Removes a user; false if there was none by that login.
+    public mutating func remove(_ login: String) -> Bool {
+        users.removeValue(forKey: login) != nil
+    }
+
     /// Whether `password` is `login`'s. Every check costs `maximumIterations`,
     /// whichever login it names and whether it exists, so that timing does
     /// not tell which logins exist: an unknown login is hashed against a

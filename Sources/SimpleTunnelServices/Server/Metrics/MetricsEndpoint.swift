@@ -17,6 +17,7 @@ public enum MetricsEndpoint {
                 }
             }
             .bind(host: host, port: port)
+            .namingListenAddress(host: host, port: port)
             .get()
         let endpoint = try LocalListener(channel: channel)
         logger.notice("metrics on http://\(TunnelEndpoint(endpoint.localAddress))/metrics")

@@ -87,7 +87,9 @@ private struct MessageFields {
             return .openResult(
                 identifier: identifier,
                 result: try required(.resultCode) { key throws(TunnelMessageDecodingError) in try enumeration(key, TunnelConnectionOpenResult.self) },
-                configuration: try dictionary(.configuration)
+                configuration: try dictionary(.configuration),
+                // A detail this side does not know is left out, not refused: it only refines the result.
+                detail: try integer(.resultDetail).flatMap { Int(exactly: $0) }.flatMap(TunnelOpenResultDetail.init(rawValue:))
             )
         case .packets:
             return .packets(identifier: identifier, packets: try packets())

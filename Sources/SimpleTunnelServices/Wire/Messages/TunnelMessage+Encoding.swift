@@ -44,10 +44,13 @@ extension TunnelMessage {
             case .ip:
                 add(.tunnelType, PropertyListValue(TunnelLayer.ip.rawValue))
             }
-        case .openResult(_, let result, let configuration):
+        case .openResult(_, let result, let configuration, let detail):
             add(.resultCode, PropertyListValue(result.rawValue))
             if let configuration {
                 add(.configuration, .dictionary(configuration))
+            }
+            if let detail {
+                add(.resultDetail, PropertyListValue(detail.rawValue))
             }
         case .packets(_, let packets):
             add(.packets, .array(packets.map { .data($0.bytes) }))

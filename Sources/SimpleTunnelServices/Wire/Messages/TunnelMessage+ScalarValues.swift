@@ -43,14 +43,18 @@ extension TunnelMessage {
         case .open(_, .ip):
             sink.integer(Int64(TunnelLayer.ip.rawValue))
             return ScalarShapes.openIP
-        case .openResult(_, let result, .none), .authenticateResult(let result):
+        case .openResult(_, let result, .none, .some(let detail)):
+            sink.integer(Int64(result.rawValue))
+            sink.integer(Int64(detail.rawValue))
+            return ScalarShapes.resultWithDetail
+        case .openResult(_, let result, .none, .none), .authenticateResult(let result):
             sink.integer(Int64(result.rawValue))
             return ScalarShapes.result
         case .authenticate(let login, let password):
             sink.string(login)
             sink.string(password)
             return ScalarShapes.authenticate
-        case .packets, .openResult(_, _, .some), .fetchConfiguration(_, .some):
+        case .packets, .openResult(_, _, .some, _), .fetchConfiguration(_, .some):
             return nil
         }
     }
@@ -68,6 +72,7 @@ private enum ScalarShapes {
     static let openUDP = shape(.tunnelType, .appProxyFlowType)
     static let openIP = shape(.tunnelType)
     static let result = shape(.resultCode)
+    static let resultWithDetail = shape(.resultCode, .resultDetail)
     static let authenticate = shape(.login, .password)
 
     private static func shape(_ keys: TunnelMessageKey...) -> ScalarDictionaryShape {

@@ -12,7 +12,9 @@ public enum TunnelMessage: Sendable, Hashable {
     /// A DNS query (client) or answer (server, with the resolver it came from).
     case dns(identifier: TunnelConnectionIdentifier, packet: ByteBuffer, source: String? = nil)
     case open(identifier: TunnelConnectionIdentifier, request: TunnelOpenRequest)
-    case openResult(identifier: TunnelConnectionIdentifier, result: TunnelConnectionOpenResult, configuration: [String: PropertyListValue]? = nil)
+    case openResult(
+        identifier: TunnelConnectionIdentifier, result: TunnelConnectionOpenResult, configuration: [String: PropertyListValue]? = nil,
+        detail: TunnelOpenResultDetail? = nil)
     case packets(identifier: TunnelConnectionIdentifier, packets: [TunnelPacket])
     /// A request (no configuration) or its reply.
     case fetchConfiguration(identifier: TunnelConnectionIdentifier, configuration: [String: PropertyListValue]? = nil)
@@ -40,7 +42,7 @@ public enum TunnelMessage: Sendable, Hashable {
         switch self {
         case .data(let identifier, _, _), .suspend(let identifier), .resume(let identifier),
             .close(let identifier, _), .dns(let identifier, _, _), .open(let identifier, _),
-            .openResult(let identifier, _, _), .packets(let identifier, _),
+            .openResult(let identifier, _, _, _), .packets(let identifier, _),
             .fetchConfiguration(let identifier, _):
             return identifier
         case .authenticate, .authenticateResult:

@@ -34,6 +34,8 @@ public enum TunnelMessageKey: String, Sendable, Hashable, CaseIterable {
     case appProxyFlowType = "app-proxy-flow-type"
     case login = "login"
     case password = "password"
+    /// Ours (PROTOCOL.md B6): why an `open` failed, beside a non-zero `result-code`.
+    case resultDetail = "result-detail"
 }
 
 /// `tunnel-type`: whether a logical connection carries app flows or IP packets.
@@ -64,6 +66,14 @@ public enum TunnelConnectionOpenResult: Int, Sendable, Hashable, CaseIterable {
     case refused = 3
     case timeout = 4
     case internalError = 5
+}
+
+/// `result-detail` (PROTOCOL.md B6): what a non-zero `openResult` means more
+/// precisely, for a SOCKS client's reply. Apple's peers neither send nor read it.
+public enum TunnelOpenResultDetail: Int, Sendable, Hashable, CaseIterable {
+    case notAllowedByPolicy = 1
+    case networkUnreachable = 2
+    case hostUnreachable = 3
 }
 
 /// A logical connection's identifier, chosen by the client. Apple's app proxy

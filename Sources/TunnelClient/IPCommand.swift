@@ -1,0 +1,60 @@
+import ArgumentParser
+import Logging
+import SimpleTunnelServices
+
+struct IP: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ip",
+        abstract: "A full IP tunnel over a TUN device (needs root or CAP_NET_ADMIN).",
+        discussion: """
+            Takes the address the server leases, the routes it pushes (or everything, keeping a \
+            route to the server itself outside the tunnel, with IPv6 blackholed so nothing leaks \
+            around an IPv4-only tunnel) and, with --dns, its DNS servers. All of it is removed on exit.
+            """
+    )
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Option(help: "TUN device name, or a pattern like stun%d.")
+    var tun = "stun%d"
+
+    @Flag(name: .customLong("no-routes"), help: "Do not add routes; only the address.")
+    var noRoutes = false
+
+    @Flag(help: "Use the server's DNS servers while the tunnel is up.")
+    var dns = false
+
+    @Option(help: "MTU of the TUN device. Default: the server's (it pushes its own), else 1400.")
+    var mtu: Int?
+
+    func validate() throws {
+        if let mtu, !(576...65535).contains(mtu) {
+            throw ValidationError("--mtu \(mtu): expected 576 to 65535")
+        }
+    }
+
+    func run() async throws {
+        var options = IPTunnelOptions()
+        options.deviceName = tun
+        options.applyRoutes = !noRoutes
+        options.applyDNS = dns
+        options.mtu = mtu
+        let ipOptions = options
+        // Changing and undoing routes needs CAP_NET_ADMIN; restoring /etc/resolv.conf needs to write root's file.
+        let capabilities: Set<Privileges.Capability> = dns ? [.netAdmin, .dacOverride] : [.netAdmin]
+        try await connection.run(keeping: capabilities, offersNeedTunnel: true) { current, status in
+            guard let tunnel = current.connection else { throw TunnelClientLaunchError("the tunnel closed before the IP flow could be opened") }
+            let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, logger: Logger(label: "tunnel-client"))
+            let showLease: @Sendable () -> Void = { status.setLease("\(session.settings.address)/\(session.settings.prefixLength) on \(session.deviceName)") }
+            showLease()
+            return [
+                .init(
+                    close: { session.stop() },
+                    reattach: { tunnel in
+                        try await session.reattach(to: tunnel)
+                        showLease()
+                    })
+            ]
+        }
+    }
+}
