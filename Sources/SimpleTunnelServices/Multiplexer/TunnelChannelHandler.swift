@@ -15,7 +15,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     private let limits: TunnelMultiplexer.Limits
     private let firstMessageTimeout: TimeAmount?
     private var liveness: LivenessMonitor
-    private let metrics: TunnelServerMetrics?
+    private let metrics: (any TunnelMultiplexerMetrics)?
     private let serverBudget: ServerBufferBudget?
     private var livenessCheck: Scheduled<Void>?
     private var logger: Logger
@@ -42,7 +42,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         limits: TunnelMultiplexer.Limits = .init(),
         firstMessageTimeout: TimeAmount? = nil,
         liveness: LivenessMonitor.Policy = .init(),
-        metrics: TunnelServerMetrics? = nil,
+        metrics: (any TunnelMultiplexerMetrics)? = nil,
         serverBudget: ServerBufferBudget? = nil,
         logger: Logger,
         onActive: ((TunnelMultiplexer) -> Void)? = nil

@@ -72,7 +72,7 @@ public final class TunnelMultiplexer {
     let role: Role
     let limits: Limits
     /// The server's counters; nil on a client.
-    let metrics: TunnelServerMetrics?
+    let metrics: (any TunnelMultiplexerMetrics)?
     let eventLoop: EventLoop
     var logger: Logger
     unowned let output: TunnelOutput
@@ -120,7 +120,7 @@ public final class TunnelMultiplexer {
     var authenticationRequests = CircularBuffer<(Result<TunnelConnectionOpenResult, TunnelClosedError>) -> Void>()
 
     public init(
-        role: Role, output: TunnelOutput, eventLoop: EventLoop, limits: Limits = Limits(), metrics: TunnelServerMetrics? = nil,
+        role: Role, output: TunnelOutput, eventLoop: EventLoop, limits: Limits = Limits(), metrics: (any TunnelMultiplexerMetrics)? = nil,
         serverBudget: ServerBufferBudget? = nil, logger: Logger
     ) {
         self.role = role
@@ -405,7 +405,7 @@ public final class TunnelMultiplexer {
 
     private func countSent(_ bytes: Int) {
         statistics.bytesToPeer += UInt64(bytes)
-        metrics?.bytesToClients.increment(by: bytes)
+        metrics?.bytesToPeer(bytes)
     }
 
     // MARK: Forgetting
