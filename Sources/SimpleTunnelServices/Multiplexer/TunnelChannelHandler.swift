@@ -133,7 +133,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let authenticated = event as? TunnelAuthenticatedEvent {
+        if let authenticated = event as? any TunnelLoginEvent {
             // A login is a first message; every later line names who logged in.
             receivedAny = true
             firstMessageTimer?.cancel()
