@@ -1,7 +1,6 @@
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOTLS
 
 /// The last handler of a tunnel's pipeline: hands decoded messages to the
 /// tunnel's `TunnelMultiplexer` and lets it write messages back. Ends the
@@ -141,10 +140,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
             logger[metadataKey: "login"] = "\(authenticated.login)"
             multiplexer?.logger = logger
         }
-        if case TLSUserEvent.handshakeCompleted = event,
-            let tls = try? context.pipeline.syncOperations.handler(type: TLSHandler.self),
-            let session = tls.sessionInfo
-        {
+        if let session = (event as? TLSSessionEstablishedEvent)?.session {
             // Every later line of this tunnel names who is at the other end.
             logger[metadataKey: "tls"] = "\(session.protocolVersion) \(session.cipher)"
             if let subject = session.peerCertificateSubject, session.peerCertificateVerified {
