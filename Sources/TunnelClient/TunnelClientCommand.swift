@@ -142,7 +142,7 @@ struct ConnectionOptions: ParsableArguments {
         do {
             try await group.run()
         } catch {
-            logger.critical("\(error)")
+            logger.critical("\(userFacing(error))")
             throw ExitCode(1)
         }
     }
@@ -280,7 +280,7 @@ struct Config: AsyncParsableCommand {
             print(PropertyListValue.dictionary(tunnel.serverConfiguration).jsonText())
             await tunnel.close()
         } catch {
-            logger.critical("\(error)")
+            logger.critical("\(userFacing(error))")
             throw ExitCode(1)
         }
     }

@@ -449,11 +449,12 @@ public protocol TunnelRequestResponder: AnyObject {
     func resolveDNS(_ query: ByteBuffer, completion: @escaping (Result<(answer: ByteBuffer, source: String), Error>) -> Void)
 }
 
-/// The tunnel closed before a reply arrived.
+/// The tunnel closed before a reply arrived. A program says which of its
+/// options would have given the server what it wanted.
 public struct TunnelClosedError: Error, CustomStringConvertible {
     public init() {}
     public var description: String {
-        "the server closed the tunnel before replying (a server with --users needs --user; one with --client-ca needs --cert and --key)"
+        "the server closed the tunnel before replying (a server that requires a login needs one; one that requires client certificates needs a certificate and its key)"
     }
 }
 
