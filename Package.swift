@@ -4,7 +4,7 @@ import PackageDescription
 let package = Package(
     name: "simpletunnel",
     products: [
-        .library(name: "SimpleTunnelServices", targets: ["SimpleTunnelServices"]),
+        .library(name: "SimpleTunnelServices", targets: ["SimpleTunnelServices", "SimpleTunnelWire"]),
         .executable(name: "tunnel-server", targets: ["TunnelServer"]),
         .executable(name: "tunnel-client", targets: ["TunnelClient"]),
     ],
@@ -18,9 +18,16 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
+        // The protocol's bytes (property lists, messages, framing): a leaf the
+        // compiler keeps free of everything above it.
+        .target(
+            name: "SimpleTunnelWire",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")]
+        ),
         .target(
             name: "SimpleTunnelServices",
             dependencies: [
+                "SimpleTunnelWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -99,6 +106,7 @@ let package = Package(
             name: "SimpleTunnelServicesTests",
             dependencies: [
                 "SimpleTunnelServices",
+                "SimpleTunnelWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOTestUtils", package: "swift-nio"),

@@ -16,7 +16,7 @@ struct Config: AsyncParsableCommand {
             print(PropertyListValue.dictionary(tunnel.serverConfiguration).jsonText())
             await tunnel.close()
         } catch {
-            logger.critical("\(error)")
+            logger.critical("\(userFacing(error))")
             throw ExitCode(1)
         }
     }

@@ -126,7 +126,7 @@ struct ConnectionOptions: ParsableArguments {
         do {
             try await group.run()
         } catch {
-            logger.critical("\(error)")
+            logger.critical("\(userFacing(error))")
             throw ExitCode(1)
         }
     }

@@ -136,7 +136,7 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         if let metrics {
-            do { _ = try TunnelClientLaunchOptions.parseEndpoint(metrics, option: "--metrics") } catch { throw ValidationError("\(error)") }
+            do { _ = try TunnelEndpoint(parsing: metrics) } catch { throw ValidationError("--metrics \(error)") }
         }
         if let runAs {
             do { _ = try Privileges.account(named: runAs) } catch { throw ValidationError("\(error)") }
@@ -220,7 +220,7 @@ struct Serve: AsyncParsableCommand {
         var settings = launch.settings
         var metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)?
         if let metrics {
-            let endpoint = try TunnelClientLaunchOptions.parseEndpoint(metrics, option: "--metrics")
+            let endpoint = try TunnelEndpoint(parsing: metrics)
             let registry = PrometheusCollectorRegistry()
             settings.metrics = TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
             metricsEndpoint = (endpoint, registry)

@@ -92,23 +92,11 @@ public struct TunnelClientLaunchOptions: Sendable {
 
     /// `HOST:PORT` or `[IPv6]:PORT`, errors naming the option it came from.
     public static func parseEndpoint(_ text: String, option: String) throws -> TunnelEndpoint {
-        let host: Substring
-        let port: Substring
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            host = text[text.index(after: text.startIndex)..<close]
-            let rest = text[text.index(after: close)...]
-            guard rest.hasPrefix(":") else { throw TunnelClientLaunchError("\(option) \(text): expected [IPv6]:PORT") }
-            port = rest.dropFirst()
-        } else if let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") {
-            host = text[..<colon]
-            port = text[text.index(after: colon)...]
-        } else {
-            throw TunnelClientLaunchError("\(option) \(text): expected HOST:PORT (IPv6 as [ADDRESS]:PORT)")
+        do {
+            return try TunnelEndpoint(parsing: text)
+        } catch {
+            throw TunnelClientLaunchError("\(option) \(text): \(error.problem)")
         }
-        guard !host.isEmpty, let number = Int(port), (1...65535).contains(number) else {
-            throw TunnelClientLaunchError("\(option) \(text): expected HOST:PORT with a port from 1 to 65535")
-        }
-        return TunnelEndpoint(host: String(host), port: number)
     }
 
     /// 64 hex digits, colons allowed (as `openssl x509 -fingerprint` prints them).

@@ -56,7 +56,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         if let refusal = authorizer.refusal(forHost: destination.host, port: destination.port) {
             return drop(destination, reason: refusal)
         }
-        if let literal = try? SocketAddress(ipAddress: HostResolver.unbracketed(destination.host), port: destination.port) {
+        if let literal = try? SocketAddress(ipAddress: TunnelEndpoint.unbracketed(destination.host), port: destination.port) {
             return send(data, to: literal, requestedHost: destination.host)
         }
         let name = DatagramNameTable.Name(destination)

@@ -40,16 +40,12 @@ public struct HostResolver: NameResolver {
 
     /// The addresses of `host` (or the literal itself), IPv4 and IPv6, in the resolver's order.
     public func resolve(host: String, port: Int, kind: SocketKind, on eventLoop: EventLoop) -> EventLoopFuture<[SocketAddress]> {
-        if let literal = try? SocketAddress(ipAddress: Self.unbracketed(host), port: port) {
+        if let literal = try? SocketAddress(ipAddress: TunnelEndpoint.unbracketed(host), port: port) {
             return eventLoop.makeSucceededFuture([literal])
         }
         return threadPool.runIfActive(eventLoop: eventLoop) {
             try Self.getaddrinfo(host: host, port: port, kind: kind)
         }
-    }
-
-    static func unbracketed(_ host: String) -> String {
-        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
     private static func getaddrinfo(host: String, port: Int, kind: SocketKind) throws -> [SocketAddress] {

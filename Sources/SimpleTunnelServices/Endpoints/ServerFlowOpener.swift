@@ -16,8 +16,6 @@ public final class ServerFlowOpener: FlowOpener {
         public var resolver: any NameResolver = HostResolver()
         /// Addresses of one name tried before giving up.
         public var maximumConnectAttempts = 4
-        /// Nil when the IP layer is off: IP opens then get result 5.
-        public var ipLayer: ServerIPLayer?
         /// Flow sockets of every tunnel: one budget that all openers made
         /// from these settings share (a reference).
         public var socketBudget = FlowSocketBudget.forCurrentProcess()
@@ -29,15 +27,15 @@ public final class ServerFlowOpener: FlowOpener {
 
     private let eventLoop: EventLoop
     private let settings: Settings
-    /// The client, for its durable lease; nil in tests of the other flow kinds.
-    private let peer: TunnelPeer?
+    /// Nil when the IP layer is off: IP opens then get result 5.
+    private let ipFlows: (any IPFlowOpening)?
     private let logger: Logger
     /// This tunnel's flow sockets; they count until closed, even after the tunnel.
     private let sockets: FlowSocketAccount
 
-    public init(eventLoop: EventLoop, settings: Settings, peer: TunnelPeer? = nil, logger: Logger) {
+    public init(eventLoop: EventLoop, settings: Settings, ipFlows: (any IPFlowOpening)? = nil, logger: Logger) {
         self.eventLoop = eventLoop
-        self.peer = peer
+        self.ipFlows = ipFlows
         self.settings = settings
         self.logger = logger
         self.sockets = settings.socketBudget.makeAccount()
@@ -63,10 +61,10 @@ public final class ServerFlowOpener: FlowOpener {
             )
             completion(.success(OpenedFlow(endpoint: endpoint)))
         case .ip:
-            guard let ipLayer = settings.ipLayer else {
+            guard let ipFlows else {
                 return completion(.failure(FlowOpenFailure(.internalError, "the IP layer is off on this server")))
             }
-            completion(ipLayer.open(identifier: identifier, peer: peer, sink: sink, eventLoop: eventLoop, logger: logger))
+            completion(ipFlows.openIPFlow(identifier: identifier, sink: sink, eventLoop: eventLoop, logger: logger))
         }
     }
 

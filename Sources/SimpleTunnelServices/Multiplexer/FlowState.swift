@@ -9,17 +9,7 @@ import NIOCore
 /// to read the local socket, whether there is something to send, whether the
 /// flow is over) is derived, never stored, so it cannot go stale.
 struct FlowState {
-    enum Kind: Sendable, Hashable {
-        case tcp, udp, ip
-
-        init(_ request: TunnelOpenRequest) {
-            switch request {
-            case .tcp: self = .tcp
-            case .udp: self = .udp
-            case .ip: self = .ip
-            }
-        }
-    }
+    typealias Kind = TunnelFlowKind
 
     enum Phase {
         /// Server: connecting. Data from the peer waits here (PROTOCOL.md A6).

@@ -1,7 +1,6 @@
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOTLS
 
 /// The last handler of a tunnel's pipeline: hands decoded messages to the
 /// tunnel's `TunnelMultiplexer` and lets it write messages back. Ends the
@@ -15,7 +14,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     private let limits: TunnelMultiplexer.Limits
     private let firstMessageTimeout: TimeAmount?
     private var liveness: LivenessMonitor
-    private let metrics: TunnelServerMetrics?
+    private let metrics: (any TunnelMultiplexerMetrics)?
     private let serverBudget: ServerBufferBudget?
     private var livenessCheck: Scheduled<Void>?
     private var logger: Logger
@@ -42,7 +41,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         limits: TunnelMultiplexer.Limits = .init(),
         firstMessageTimeout: TimeAmount? = nil,
         liveness: LivenessMonitor.Policy = .init(),
-        metrics: TunnelServerMetrics? = nil,
+        metrics: (any TunnelMultiplexerMetrics)? = nil,
         serverBudget: ServerBufferBudget? = nil,
         logger: Logger,
         onActive: ((TunnelMultiplexer) -> Void)? = nil
@@ -133,7 +132,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let authenticated = event as? TunnelAuthenticatedEvent {
+        if let authenticated = event as? any TunnelLoginEvent {
             // A login is a first message; every later line names who logged in.
             receivedAny = true
             firstMessageTimer?.cancel()
@@ -141,10 +140,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
             logger[metadataKey: "login"] = "\(authenticated.login)"
             multiplexer?.logger = logger
         }
-        if case TLSUserEvent.handshakeCompleted = event,
-            let tls = try? context.pipeline.syncOperations.handler(type: TLSHandler.self),
-            let session = tls.sessionInfo
-        {
+        if let session = (event as? TLSSessionEstablishedEvent)?.session {
             // Every later line of this tunnel names who is at the other end.
             logger[metadataKey: "tls"] = "\(session.protocolVersion) \(session.cipher)"
             if let subject = session.peerCertificateSubject, session.peerCertificateVerified {

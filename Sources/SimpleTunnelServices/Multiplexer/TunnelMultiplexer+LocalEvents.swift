@@ -13,7 +13,7 @@ extension TunnelMultiplexer: FlowEventSink {
     public func flow(_ identifier: TunnelConnectionIdentifier, didReadPackets packets: [TunnelPacket]) {
         guard !packets.isEmpty else { return }
         if transition(identifier, { $0.readPackets(packets, now: .now()) }) == false {
-            metrics?.droppedPackets(.congested, count: packets.count)
+            metrics?.packetsDroppedForCongestion(count: packets.count)
         }
     }
 

@@ -67,7 +67,7 @@ extension TunnelMultiplexer {
             }
             let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
             statistics.bytesFromPeer += UInt64(bytes)
-            metrics?.bytesFromClients.increment(by: bytes)
+            metrics?.bytesFromPeer(bytes)
             endpoint.writePackets(packets)
             markForFlush(identifier)
         case (.open, .client), (.openResult, .server), (.authenticate, .client), (.authenticateResult, .server),
@@ -87,7 +87,7 @@ extension TunnelMultiplexer {
             return
         }
         statistics.bytesFromPeer += UInt64(payload.readableBytes)
-        metrics?.bytesFromClients.increment(by: payload.readableBytes)
+        metrics?.bytesFromPeer(payload.readableBytes)
         // Changed in place (through `transition`): a copy of the flow would copy its early data on every append.
         let verdict = transition(identifier) { $0.receiveData(payload, now: .now()) }
         switch verdict {

@@ -72,7 +72,7 @@ public final class TunnelMultiplexer {
     let role: Role
     let limits: Limits
     /// The server's counters; nil on a client.
-    let metrics: TunnelServerMetrics?
+    let metrics: (any TunnelMultiplexerMetrics)?
     let eventLoop: EventLoop
     var logger: Logger
     unowned let output: TunnelOutput
@@ -120,7 +120,7 @@ public final class TunnelMultiplexer {
     var authenticationRequests = CircularBuffer<(Result<TunnelConnectionOpenResult, TunnelClosedError>) -> Void>()
 
     public init(
-        role: Role, output: TunnelOutput, eventLoop: EventLoop, limits: Limits = Limits(), metrics: TunnelServerMetrics? = nil,
+        role: Role, output: TunnelOutput, eventLoop: EventLoop, limits: Limits = Limits(), metrics: (any TunnelMultiplexerMetrics)? = nil,
         serverBudget: ServerBufferBudget? = nil, logger: Logger
     ) {
         self.role = role
@@ -405,7 +405,7 @@ public final class TunnelMultiplexer {
 
     private func countSent(_ bytes: Int) {
         statistics.bytesToPeer += UInt64(bytes)
-        metrics?.bytesToClients.increment(by: bytes)
+        metrics?.bytesToPeer(bytes)
     }
 
     // MARK: Forgetting
@@ -449,11 +449,12 @@ public protocol TunnelRequestResponder: AnyObject {
     func resolveDNS(_ query: ByteBuffer, completion: @escaping (Result<(answer: ByteBuffer, source: String), Error>) -> Void)
 }
 
-/// The tunnel closed before a reply arrived.
+/// The tunnel closed before a reply arrived. A program says which of its
+/// options would have given the server what it wanted.
 public struct TunnelClosedError: Error, CustomStringConvertible {
     public init() {}
     public var description: String {
-        "the server closed the tunnel before replying (a server with --users needs --user; one with --client-ca needs --cert and --key)"
+        "the server closed the tunnel before replying (a server that requires a login needs one; one that requires client certificates needs a certificate and its key)"
     }
 }
 

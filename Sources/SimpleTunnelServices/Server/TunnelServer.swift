@@ -21,6 +21,8 @@ public final class TunnelServer: Sendable {
         /// A tunnel silent for this long is closed (our clients probe every 15 s).
         public var liveness = LivenessMonitor.Policy.server
         public var opener = ServerFlowOpener.Settings()
+        /// Nil when the IP layer is off: IP opens then get result 5.
+        public var ipLayer: ServerIPLayer?
         /// The configuration `fetchConfiguration` answers with (PROTOCOL.md A5).
         public var clientConfiguration: [String: PropertyListValue] = [:]
         public var dns = DNSForwarder(resolver: nil)
@@ -156,7 +158,9 @@ public final class TunnelServer: Sendable {
             TunnelChannelHandler(
                 role: {
                     .server(
-                        opener: ServerFlowOpener(eventLoop: eventLoop, settings: settings.opener, peer: peer, logger: logger),
+                        opener: ServerFlowOpener(
+                            eventLoop: eventLoop, settings: settings.opener, ipFlows: settings.ipLayer.map { TunnelIPFlows(layer: $0, peer: peer) },
+                            logger: logger),
                         responder: ServerRequestResponder(configuration: settings.clientConfiguration, dns: settings.dns, eventLoop: eventLoop)
                     )
                 },

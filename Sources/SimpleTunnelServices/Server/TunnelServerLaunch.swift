@@ -232,7 +232,7 @@ public struct TunnelServerLaunch: Sendable {
     }
 
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || IPAddress(HostResolver.unbracketed(host))?.isLoopback == true
+        host == "localhost" || IPAddress(TunnelEndpoint.unbracketed(host))?.isLoopback == true
     }
 
     private static func positive(_ value: Int, _ option: String) throws -> Int {

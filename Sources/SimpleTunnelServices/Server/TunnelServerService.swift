@@ -45,7 +45,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         if let ipLayer {
             do {
                 handle = try ServerIPLayer.start(configuration: ipLayer.configuration, options: ipLayer.options, eventLoop: group.next(), metrics: settings.metrics, logger: logger)
-                settings.opener.ipLayer = handle?.layer
+                settings.ipLayer = handle?.layer
             } catch {
                 if ipLayerIsRequired { throw IPLayerStartError(underlying: error) }
                 logger.warning("IP layer off: \(error); IP tunnels will be refused (result 5)")

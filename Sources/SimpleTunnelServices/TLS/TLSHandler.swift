@@ -238,6 +238,9 @@ public final class TLSHandler: ChannelDuplexHandler {
             // Writes queued during the handshake go before anything written in reaction to the event.
             encryptFlushedWrites(context: context)
             context.fireUserInboundEventTriggered(TLSUserEvent.handshakeCompleted(negotiatedProtocol: nil))
+            if let info = sessionInfo {
+                context.fireUserInboundEventTriggered(TLSSessionEstablishedEvent(session: info))
+            }
         case .failed(let error):
             fail(context: context, error: error)
         }

@@ -14,3 +14,10 @@ public struct TLSSessionInfo: Sendable, Equatable {
     /// A server with mutual TLS can authorise on `peerCertificateSubject` only when this holds.
     public var peerCertificateVerified: Bool
 }
+
+/// Sent inbound by `TLSHandler` once a handshake completes (after
+/// `TLSUserEvent.handshakeCompleted`), so that handlers further on learn what
+/// was settled without looking for the TLS handler in the pipeline.
+public struct TLSSessionEstablishedEvent: Sendable {
+    public let session: TLSSessionInfo
+}

@@ -2,6 +2,7 @@ import NIOCore
 import PropertyBased
 import Testing
 @testable import SimpleTunnelServices
+@testable import SimpleTunnelWire
 
 /// Random messages of every scalar shape: the one-pass writer and the general
 /// writer must agree byte for byte, whole and with the payload detached.

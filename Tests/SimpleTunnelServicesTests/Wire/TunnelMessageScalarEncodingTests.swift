@@ -1,6 +1,7 @@
 import NIOCore
 import Testing
 @testable import SimpleTunnelServices
+@testable import SimpleTunnelWire
 
 /// The one-pass writer of the per-flow messages must make exactly the bytes of
 /// the general writer fed `propertyListEntries`.

@@ -124,9 +124,8 @@ public struct DestinationPolicy: Sendable, Hashable {
 
     /// The address a host string spells literally (`10.1.2.3`, `::1`, `[::1]`), if any.
     private static func literalAddress(_ host: String) -> IPAddress? {
-        if host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2 {
-            return IPv6Address(host.dropFirst().dropLast()).map(IPAddress.v6)
-        }
-        return IPAddress(host)
+        let bare = TunnelEndpoint.unbracketed(host)
+        // Only an IPv6 address may be written in brackets.
+        return bare.utf8.count == host.utf8.count ? IPAddress(host) : IPv6Address(bare).map(IPAddress.v6)
     }
 }

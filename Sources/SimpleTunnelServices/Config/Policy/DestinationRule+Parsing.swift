@@ -23,9 +23,10 @@ extension DestinationRule {
         let portsText: Substring?
         let target: Target
         if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { throw failure("missing ']' after the IPv6 address") }
-            targetText = text[text.index(after: text.startIndex)..<close]
-            let rest = text[text.index(after: close)...]
+            guard case let (bracketed, rest)? = TunnelEndpoint.bracketedHost(of: text[...]) else {
+                throw failure("missing ']' after the IPv6 address")
+            }
+            targetText = bracketed
             if rest.isEmpty {
                 portsText = nil
             } else if rest.hasPrefix(":") && rest.count > 1 {

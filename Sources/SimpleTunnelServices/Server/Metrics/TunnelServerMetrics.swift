@@ -9,7 +9,7 @@ public struct TunnelServerMetrics: Sendable {
     let bytesToClients: Counter
     let authenticationFailures: Counter
     let leases: Meter
-    private let flows: [FlowState.Kind: Meter]
+    private let flows: [TunnelFlowKind: Meter]
     private let openResults: [TunnelConnectionOpenResult: Counter]
     private let droppedPackets: [DroppedPacketReason: Counter]
     /// Connections accepted that have not yet finished TLS and login.
@@ -52,9 +52,9 @@ public struct TunnelServerMetrics: Sendable {
         self.admissionRefusals = refusals
     }
 
-    func flowOpened(_ kind: FlowState.Kind) { flows[kind]?.increment() }
-    func flowClosed(_ kind: FlowState.Kind) { flows[kind]?.decrement() }
-    func openResult(_ result: TunnelConnectionOpenResult) { openResults[result]?.increment() }
+    public func flowOpened(_ kind: TunnelFlowKind) { flows[kind]?.increment() }
+    public func flowClosed(_ kind: TunnelFlowKind) { flows[kind]?.decrement() }
+    public func openResult(_ result: TunnelConnectionOpenResult) { openResults[result]?.increment() }
     func admissionRefusal(_ reason: AdmissionRefusal) { admissionRefusals[reason]?.increment() }
     func droppedPackets(_ reason: DroppedPacketReason, count: Int) {
         guard count > 0 else { return }

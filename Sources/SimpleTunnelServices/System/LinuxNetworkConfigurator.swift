@@ -138,7 +138,7 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
 
     /// Sets `net.ipv4.ip_forward`; undo puts back the previous value. Does
     /// nothing (and records nothing) when the value is already `enabled`.
-    public func setIPv4Forwarding(_ enabled: Bool) throws(NetworkConfigurationError) {
+    func setIPv4Forwarding(_ enabled: Bool) throws(NetworkConfigurationError) {
         try locked { () throws(NetworkConfigurationError) in
             let key = "net.ipv4.ip_forward"
             let current = try runner.runChecked(inNamespace(["sysctl", "-n", key])).standardOutput

@@ -1,4 +1,5 @@
 @testable import SimpleTunnelServices
+@testable import SimpleTunnelWire
 
 /// The heap bytes a decoded value holds, each piece of storage counted once
 /// however many values share it: what the test of the reader's memory bound

@@ -48,7 +48,7 @@ struct IPLayerTests {
         let router = PacketRouter(device: device, policy: policy, logger: TunnelFixture.logger)
         let layer = ServerIPLayer(pool: try AddressPool(range: configuration.pool, file: leaseFile), router: router, configuration: configuration)
         let fixture = try await RawServerFixture.start {
-            $0.opener.ipLayer = layer
+            $0.ipLayer = layer
             $0.authentication = authentication
         }
         router.start(on: fixture.group.next())

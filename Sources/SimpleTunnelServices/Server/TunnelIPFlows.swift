@@ -1,0 +1,15 @@
+import Logging
+import NIOCore
+
+/// One tunnel's way into the server's IP layer: the layer, and the client
+/// whose durable lease an IP flow takes.
+struct TunnelIPFlows: IPFlowOpening {
+    let layer: ServerIPLayer
+    let peer: TunnelPeer
+
+    func openIPFlow(
+        identifier: TunnelConnectionIdentifier, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger
+    ) -> Result<OpenedFlow, FlowOpenFailure> {
+        layer.open(identifier: identifier, peer: peer, sink: sink, eventLoop: eventLoop, logger: logger)
+    }
+}
