@@ -1,11 +1,12 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SimpleTunnelServices
 
-/// `tunnel-server passwd LOGIN`: adds or replaces a user in the users file.
-struct Passwd: ParsableCommand {
+/// `tunnel-server passwd LOGIN`: adds or replaces a user in the users file, or in the shared database.
+struct Passwd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Add or replace a user in the users file (salted PBKDF2-SHA256).",
+        abstract: "Add or replace a user in the users file, or with --database in the database several servers share (salted PBKDF2-SHA256).",
         discussion: "The password is read from the terminal without echo, or from standard input when that is not a terminal."
     )
 
@@ -14,6 +15,12 @@ struct Passwd: ParsableCommand {
 
     @Option(help: "The users file; created (mode 0600) when missing.")
     var users = "users"
+
+    @Option(help: "Write the login to this PostgreSQL database instead of a users file: postgres://USER@HOST:PORT/DATABASE.")
+    var database: String?
+
+    @Option(name: .customLong("database-password-file"), help: "File whose first line is the database password (mode 0600); else $PGPASSWORD.")
+    var databasePasswordFile: String?
 
     @Option(help: "PBKDF2 iterations (at least 100000).")
     var iterations = PasswordHash.defaultIterations
@@ -27,16 +34,33 @@ struct Passwd: ParsableCommand {
         }
     }
 
-    func run() throws {
-        var database = UserDatabase()
-        if FileManager.default.fileExists(atPath: users) {
-            database = try UserDatabase.load(path: users)
-        }
+    func run() async throws {
         let password = try PasswordReader.read(prompt: "Password for \(login): ")
         guard !password.isEmpty else { throw ValidationError("the password is empty") }
-        database.set(login, hash: try PasswordHash(password: password, iterations: iterations))
-        try database.write(to: users)
+        let hash = try PasswordHash(password: password, iterations: iterations)
+        if let database {
+            try await save(hash, in: database)
+            return
+        }
+        var file = UserDatabase()
+        if FileManager.default.fileExists(atPath: users) {
+            file = try UserDatabase.load(path: users)
+        }
+        file.set(login, hash: hash)
+        try file.write(to: users)
         print("\(login) saved in \(users)")
+    }
+
+    /// Connects, brings the schema up to date (a first `passwd` may come before any server ran) and writes the login.
+    private func save(_ hash: PasswordHash, in url: String) async throws {
+        let location = try DatabaseLocation(parsing: url)
+        let database = TunnelDatabase(
+            location: location, password: try DatabasePassword.read(file: databasePasswordFile), logger: Logger(label: "tunnel-server"))
+        let pool = Task { await database.run() }
+        defer { pool.cancel() }
+        try await database.prepare()
+        try await DatabaseLogins(database: database).set(login, hash: hash)
+        print("\(login) saved in \(location)")
     }
 }
 

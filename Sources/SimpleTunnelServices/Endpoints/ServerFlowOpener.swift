@@ -66,7 +66,7 @@ public final class ServerFlowOpener: FlowOpener {
             guard let ipLayer = settings.ipLayer else {
                 return completion(.failure(FlowOpenFailure(.internalError, "the IP layer is off on this server")))
             }
-            completion(ipLayer.open(identifier: identifier, peer: peer, sink: sink, eventLoop: eventLoop, logger: logger))
+            ipLayer.open(identifier: identifier, peer: peer, sink: sink, eventLoop: eventLoop, logger: logger, completion: completion)
         }
     }
 
