@@ -45,8 +45,9 @@ struct DatabaseSettingsTests {
         }
     }
 
-    @Test func theConfigurationFileNamesTheDatabaseAndTheCommandLineWins() throws {
+    @Test func theConfigurationFileNamesTheDatabaseAndItsPasswordFile() throws {
         let configuration = try TunnelServerConfiguration(propertyList: .dictionary([
+            "IPv4": .dictionary(["Pool": .dictionary(["StartAddress": .string("10.90.0.2"), "EndAddress": .string("10.90.0.9")])]),
             "Server": .dictionary(["Database": .string("postgres://tunnel@db.example/shared"), "DatabasePasswordFile": .string("/etc/simpletunnel/db")])
         ]))
         #expect(configuration.server.databaseURL == "postgres://tunnel@db.example/shared")

@@ -87,23 +87,30 @@ final class ThrowawayPostgres: Sendable {
         return port
     }
 
-    /// Runs a command to its end (as `user` through runuser), failing with its output.
+    /// Runs a command to its end (as `user` through runuser) from "/", failing with its output.
+    /// posix_spawn rather than Foundation's Process: the server `pg_ctl start` leaves behind inherits
+    /// the descriptor Process watches for its child's exit, and waitUntilExit would wait for the server.
     @discardableResult
     static func run(_ command: [String], as user: String?) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: user == nil ? "/usr/bin/env" : "/usr/sbin/runuser")
-        process.arguments = user.map { ["-u", $0, "--"] + command } ?? command
-        // The postgres user may not enter the test's working directory.
-        process.currentDirectoryURL = URL(fileURLWithPath: "/")
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw ThrowawayPostgresError("\(command.joined(separator: " ")) failed (\(process.terminationStatus)): \(text)")
+        let full = ["/bin/sh", "-c", "cd / && exec \"$@\"", "sh"] + (user.map { ["/usr/sbin/runuser", "-u", $0, "--"] } ?? []) + command
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("simpletunnel-pg-output-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let arguments = full.map { strdup($0) } + [nil]
+        defer { arguments.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, full[0], &actions, nil, arguments, environ)
+        guard spawned == 0 else { throw ThrowawayPostgresError("cannot run \(command[0]): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        guard status == 0 else {
+            throw ThrowawayPostgresError("\(command.joined(separator: " ")) failed (status \(status)): \(text)")
         }
         return text
     }
