@@ -24,12 +24,13 @@ struct SharedLeaseTests {
                 peers.append(peer)
                 if case .success(let address) = result { addresses.append(address) } else { Issue.record("an open failed: \(result)") }
             }
+            #expect(cluster.members.map(\.layer.pool.leasedCount).reduce(0, +) == clients)
+            #expect(cluster.members.allSatisfy { $0.layer.pool.leasedCount > 0 }, "both servers took clients")
             for peer in peers { await peer.close() }
             return addresses
         }
         #expect(addresses.count == clients)
         #expect(Set(addresses).count == clients, "an address was handed out twice")
-        #expect(cluster.members.allSatisfy { $0.layer.pool.leasedCount > 0 }, "both servers took clients")
         await cluster.stop()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOPosix
 @testable import SimpleTunnelServices
 
@@ -68,9 +69,15 @@ final class ThrowawayPostgres: Sendable {
 
     private static let template = Result<String, Error> {
         let folder = try makeFolder()
+        templateFolder.withLockedValue { $0 = folder }
+        // Removed when the test process exits, passed or not.
+        atexit {
+            if let folder = ThrowawayPostgres.templateFolder.withLockedValue({ $0 }) { try? FileManager.default.removeItem(atPath: folder) }
+        }
         try run(["\(binaries)/initdb", "-D", folder + "/data", "-A", "trust", "-U", "postgres", "--no-sync"], as: "postgres")
         return folder + "/data"
     }
+    private static let templateFolder = NIOLockedValueBox<String?>(nil)
 
     /// A folder only `postgres` may enter, under the system's temporary folder.
     private static func makeFolder() throws -> String {
