@@ -23,8 +23,22 @@ struct SharedDatabaseCluster {
 
     static let pool = ("10.90.0.2", "10.90.0.254")
 
+    /// Runs `body` with a cluster and stops it afterwards, also when `body` failed or returned early.
+    static func with(
+        servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(8), _ body: (SharedDatabaseCluster) async throws -> Void
+    ) async throws {
+        let cluster = try await start(servers: servers, logins: logins, timeout: timeout)
+        do {
+            try await body(cluster)
+        } catch {
+            await cluster.stop()
+            throw error
+        }
+        await cluster.stop()
+    }
+
     /// `logins`: every tunnel must log in, with these logins stored in the database (password "pw-LOGIN").
-    static func start(servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(2)) async throws -> SharedDatabaseCluster {
+    static func start(servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(8)) async throws -> SharedDatabaseCluster {
         let postgres = try ThrowawayPostgres.start()
         let (capturing, log) = CapturingLogHandler.logger()
         var logger = capturing
@@ -100,7 +114,8 @@ extension RawTunnelPeer {
     /// Opens the IP flow; the leased address, or the result when refused.
     func openIP(_ identifier: TunnelConnectionIdentifier = 1) async throws -> Result<String, OpenRefusal> {
         try await send(.open(identifier: identifier, request: .ip))
-        switch await next(skip: { if case .packets = $0 { true } else { false } }) {
+        // Longer than the database's deadline: a refusal for want of it must arrive.
+        switch await next(timeout: .seconds(30), skip: { if case .packets = $0 { true } else { false } }) {
         case .openResult(identifier, .success, let configuration?)?:
             guard let address = configuration["IPv4"]?.dictionaryValue?["Address"]?.stringValue else { return .failure(OpenRefusal(result: nil)) }
             return .success(address)
