@@ -8,10 +8,10 @@ import Testing
 struct DatabaseSchemaTests {
     @Test(.enabled(if: TestRequirements.met(ThrowawayPostgres.isAvailable, ThrowawayPostgres.requirement)))
     func serversStartingAtOnceMigrateOnceAndAgainChangesNothingAndANewerSchemaIsRefused() async throws {
-        let postgres = try ThrowawayPostgres.start()
+        let postgres = try await ThrowawayPostgres.started()
         defer { postgres.remove() }
         let databases = try (0..<4).map { _ in
-            TunnelDatabase(location: try postgres.location, password: nil, logger: TunnelFixture.logger)
+            TunnelDatabase(location: try postgres.location, password: nil, timeout: .seconds(20), logger: TunnelFixture.logger)
         }
         let runs = databases.map { database in Task { await database.run() } }
         defer { runs.forEach { $0.cancel() } }
@@ -43,9 +43,9 @@ struct DatabaseSchemaTests {
 
     @Test(.enabled(if: TestRequirements.met(ThrowawayPostgres.isAvailable, ThrowawayPostgres.requirement)))
     func aLoginWrittenToTheDatabaseIsCheckedLikeOneFromTheUsersFile() async throws {
-        let postgres = try ThrowawayPostgres.start()
+        let postgres = try await ThrowawayPostgres.started()
         defer { postgres.remove() }
-        let database = TunnelDatabase(location: try postgres.location, password: nil, logger: TunnelFixture.logger)
+        let database = TunnelDatabase(location: try postgres.location, password: nil, timeout: .seconds(20), logger: TunnelFixture.logger)
         let run = Task { await database.run() }
         defer { run.cancel() }
         try await database.prepare()

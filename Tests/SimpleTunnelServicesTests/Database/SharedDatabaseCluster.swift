@@ -25,7 +25,7 @@ struct SharedDatabaseCluster {
 
     /// Runs `body` with a cluster and stops it afterwards, also when `body` failed or returned early.
     static func with(
-        servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(8), _ body: (SharedDatabaseCluster) async throws -> Void
+        servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20), _ body: (SharedDatabaseCluster) async throws -> Void
     ) async throws {
         let cluster = try await start(servers: servers, logins: logins, timeout: timeout)
         do {
@@ -38,8 +38,8 @@ struct SharedDatabaseCluster {
     }
 
     /// `logins`: every tunnel must log in, with these logins stored in the database (password "pw-LOGIN").
-    static func start(servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(8)) async throws -> SharedDatabaseCluster {
-        let postgres = try ThrowawayPostgres.start()
+    static func start(servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20)) async throws -> SharedDatabaseCluster {
+        let postgres = try await ThrowawayPostgres.started()
         let (capturing, log) = CapturingLogHandler.logger()
         var logger = capturing
         logger.logLevel = .info

@@ -80,7 +80,7 @@ struct SharedLeaseTests {
             let bob = try await LeaseTests.login(b.fixture, as: "bob")
             let bobAddress = try await bob.openIP().get()
 
-            try cluster.postgres.stopServer()
+            try await cluster.postgres.stopServerOffThePool()
             // A new login is neither accepted nor refused: the tunnel closes and the client tries again later.
             let early = try await RawTunnelPeer.connect(
                 port: a.fixture.port, group: a.fixture.group, sending: .authenticate(login: "carol", password: "pw-carol"))
@@ -102,7 +102,7 @@ struct SharedLeaseTests {
             }
             #expect(b.device.written == [outbound])
 
-            try cluster.postgres.startServer()
+            try await cluster.postgres.startServerOffThePool()
             // The pools reconnect on their own; carol gets in and gets an address of her own.
             var carolAddress: String?
             for _ in 0..<60 where carolAddress == nil {
@@ -127,11 +127,11 @@ struct SharedLeaseTests {
             let server = cluster.members[0]
             let first = try await server.fixture.peer()
             _ = try await first.openIP().get()
-            try cluster.postgres.stopServer()
+            try await cluster.postgres.stopServerOffThePool()
             let second = try await server.fixture.peer()
             #expect(try await second.openIP() == .failure(.init(result: .internalError)))
             #expect(server.layer.pool.leasedCount == 1, "an address the database did not confirm was handed out")
-            try cluster.postgres.startServer()
+            try await cluster.postgres.startServerOffThePool()
             var leased = false
             for identifier in 2..<62 where !leased {
                 leased = (try? await second.openIP(TunnelConnectionIdentifier(identifier)).get()) != nil

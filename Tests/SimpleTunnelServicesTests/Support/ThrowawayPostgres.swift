@@ -36,6 +36,21 @@ final class ThrowawayPostgres: Sendable {
         self.port = port
     }
 
+    /// `start()` on a thread of its own: initdb and pg_ctl block for seconds, and the
+    /// concurrency pool's few threads must keep running the servers under test meanwhile.
+    static func started() async throws -> ThrowawayPostgres {
+        try await offThePool { try start() }
+    }
+
+    func stopServerOffThePool() async throws { try await Self.offThePool { try self.stopServer() } }
+    func startServerOffThePool() async throws { try await Self.offThePool { try self.startServer() } }
+
+    static func offThePool<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     /// A fresh cluster, started.
     static func start() throws -> ThrowawayPostgres {
         let template = try template.get()

@@ -48,18 +48,19 @@ public final class TunnelDatabase: Sendable {
 
     /// Connects, then brings the schema up to date (see `DatabaseSchema`).
     public func prepare() async throws(DatabaseError) {
-        try await perform("migrating the schema") { client, logger in
+        // A server starting may wait longer for its database than a client waits for a login.
+        try await perform("migrating the schema", timeout: max(timeout, .seconds(60))) { client, logger in
             try await DatabaseSchema.migrate(client, logger: logger)
         }
     }
 
     /// `body` against the database within `timeout`; any failure is `.unavailable`, logged at most once per 10 s.
     func perform<Value: Sendable>(
-        _ what: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Value
+        _ what: String, timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Value
     ) async throws(DatabaseError) -> Value {
         let client = self.client
         let logger = self.logger
-        let timeout = self.timeout
+        let timeout = timeout ?? self.timeout
         do {
             return try await withThrowingTaskGroup(of: Value.self) { group in
                 group.addTask { try await body(client, logger) }
