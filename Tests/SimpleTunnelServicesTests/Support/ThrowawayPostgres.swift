@@ -1,10 +1,10 @@
 import Foundation
 import NIOConcurrencyHelpers
-import NIOPosix
 @testable import SimpleTunnelServices
 
-/// A real PostgreSQL (Debian's `postgresql` 15) in a temporary folder, on a
-/// free loopback port, removed by `remove()`. `initdb` and `postgres` refuse
+/// A real PostgreSQL (Debian's `postgresql` 15) in a temporary folder,
+/// listening on a Unix socket in that folder only (no TCP port, which another
+/// test's restarting server might want), removed by `remove()`. `initdb` and `postgres` refuse
 /// to run as root, so they run as the `postgres` user the package creates, in
 /// a folder that user owns; the package's own cluster is never started. One
 /// cluster is made per test process and copied for each test, since `initdb`
@@ -23,10 +23,10 @@ final class ThrowawayPostgres: Sendable {
     let port: Int
 
     var data: String { folder + "/data" }
-    /// The server as `--database` names it: user postgres, trusted on loopback.
-    var url: String { "postgres://postgres@127.0.0.1:\(port)/postgres" }
-    /// The same server through its Unix socket, which processes in other network namespaces reach too.
-    var socketURL: String { "postgres://postgres@localhost/postgres?host=\(folder)&port=\(port)" }
+    /// The server as `--database` names it: user postgres, trusted, through its socket (which processes in other
+    /// network namespaces reach too); the port only names the socket file.
+    var url: String { "postgres://postgres@localhost/postgres?host=\(folder)&port=\(port)" }
+    var socketURL: String { url }
     var location: DatabaseLocation {
         get throws { try DatabaseLocation(parsing: url) }
     }
@@ -56,7 +56,7 @@ final class ThrowawayPostgres: Sendable {
         let template = try template.get()
         let folder = try makeFolder()
         try run(["cp", "-a", template, folder + "/data"], as: nil)
-        let postgres = ThrowawayPostgres(folder: folder, port: try freeLoopbackPort())
+        let postgres = ThrowawayPostgres(folder: folder, port: 5432)
         try postgres.startServer()
         return postgres
     }
@@ -66,7 +66,7 @@ final class ThrowawayPostgres: Sendable {
         try Self.run(
             [
                 "\(Self.binaries)/pg_ctl", "-D", data, "-l", folder + "/log", "-w", "-t", "60",
-                "-o", "-k \(folder) -c listen_addresses=127.0.0.1 -p \(port) -c fsync=off -c max_connections=200", "start",
+                "-o", "-k \(folder) -c listen_addresses='' -p \(port) -c fsync=off -c max_connections=200", "start",
             ], as: "postgres")
     }
 
@@ -100,13 +100,6 @@ final class ThrowawayPostgres: Sendable {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         try run(["chown", "postgres:postgres", folder], as: nil)
         return folder
-    }
-
-    private static func freeLoopbackPort() throws -> Int {
-        let socket = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? socket.close().wait() }
-        guard let port = socket.localAddress?.port else { throw ThrowawayPostgresError("no free loopback port") }
-        return port
     }
 
     /// Runs a command to its end (as `user` through runuser) from "/", failing with its output.
