@@ -16,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        // Several servers share logins, leases and sessions in PostgreSQL (only with --database).
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // The protocol's bytes (property lists, messages, framing): a leaf the
@@ -42,6 +44,8 @@ let package = Package(
                 "CTLSShims",
                 // IP-layer tunnel: TUN device and namespace calls.
                 "CTUNShims",
+                // Shared state of several servers (logins, leases, sessions).
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         // TLS: the system's OpenSSL 3 (libssl-dev) and a C shim for its macros.

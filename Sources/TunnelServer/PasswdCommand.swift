@@ -1,11 +1,12 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SimpleTunnelServices
 
-/// `tunnel-server passwd LOGIN`: adds or replaces a user in the users file; `--list`, `--remove`.
-struct Passwd: ParsableCommand {
+/// `tunnel-server passwd LOGIN`: adds or replaces a user in the users file, or in the shared database; `--list`, `--remove`.
+struct Passwd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Add or replace a user in the users file (salted PBKDF2-SHA256), list the users, or remove one.",
+        abstract: "Add or replace a user in the users file, or with --database in the database several servers share (salted PBKDF2-SHA256); list the file's users, or remove one.",
         discussion: """
             The password is read from the terminal without echo, or from standard input when that is not a terminal. \
             The file and a folder created for it are private (0600, 0700); --owner gives them to the user the server \
@@ -18,6 +19,12 @@ struct Passwd: ParsableCommand {
 
     @Option(help: "The users file; created (mode 0600, its folder 0700) when missing.")
     var users = "users"
+
+    @Option(help: "Write the login to this PostgreSQL database instead of a users file: postgres://USER@HOST:PORT/DATABASE.")
+    var database: String?
+
+    @Option(name: .customLong("database-password-file"), help: "File whose first line is the database password (mode 0600); else $PGPASSWORD.")
+    var databasePasswordFile: String?
 
     @Option(help: "PBKDF2 iterations (at least 100000).")
     var iterations = PasswordHash.defaultIterations
@@ -48,7 +55,16 @@ struct Passwd: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
+        if let database {
+            guard !list, !remove, owner == nil else {
+                throw ValidationError("--list, --remove and --owner work on a users file, not with --database")
+            }
+            guard let login else { return }
+            let password = try PasswordReader.read(prompt: "Password for \(login): ")
+            guard !password.isEmpty else { throw ValidationError("the password is empty") }
+            return try await save(login, try PasswordHash(password: password, iterations: iterations), in: database)
+        }
         let exists = FileManager.default.fileExists(atPath: users)
         var database = exists ? try UserDatabase.load(path: users) : UserDatabase()
         if list {
@@ -78,6 +94,18 @@ struct Passwd: ParsableCommand {
         if account == nil, getuid() == 0 {
             print("note: \(users) belongs to root (mode 0600); a server running as another user cannot read it: add --owner USER")
         }
+    }
+
+    /// Connects, brings the schema up to date (a first `passwd` may come before any server ran) and writes the login.
+    private func save(_ login: String, _ hash: PasswordHash, in url: String) async throws {
+        let location = try DatabaseLocation(parsing: url)
+        let database = TunnelDatabase(
+            location: location, password: try DatabasePassword.read(file: databasePasswordFile), logger: Logger(label: "tunnel-server"))
+        let pool = Task { await database.run() }
+        defer { pool.cancel() }
+        try await database.prepare()
+        try await DatabaseLogins(database: database).set(login, hash: hash)
+        print("\(login) saved in \(location)")
     }
 }
 

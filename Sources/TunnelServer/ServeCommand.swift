@@ -46,6 +46,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Users file (LOGIN:HASH lines, see `tunnel-server passwd`): every tunnel must log in first.")
     var users: String?
 
+    @Option(help: "Share logins, leases and sessions with other servers in this PostgreSQL database: postgres://USER@HOST:PORT/DATABASE (no password here). Replaces --users and the lease file.")
+    var database: String?
+
+    @Option(name: .customLong("database-password-file"), help: "File whose first line is the database password (mode 0600); else $PGPASSWORD.")
+    var databasePasswordFile: String?
+
     @Option(name: .customLong("state-directory"), help: "Where the generated certificate and the remembered tunnel addresses (leases.json) are kept. Default $XDG_STATE_HOME/simpletunnel.")
     var stateDirectory: String?
 
@@ -197,6 +203,8 @@ struct Serve: AsyncParsableCommand {
         options.loginChecks = loginChecks
         options.loginChecksPerAddress = loginChecksPerAddress
         options.loginFailures = loginFailures
+        options.databaseURL = database
+        options.databasePasswordFile = databasePasswordFile
 
         // Every tunnel and flow is a descriptor; the usual soft limit of 1024 is far too few.
         let openFiles = OpenFileLimit.raiseSoftLimitToHardLimit()
@@ -206,7 +214,7 @@ struct Serve: AsyncParsableCommand {
         let launch: TunnelServerLaunch
         do {
             launch = try TunnelServerLaunch.prepare(
-                options, resolvConf: ResolverConfiguration.readSystemResolvConf(), openFileLimit: openFiles?.after.soft ?? 1024)
+                options, resolvConf: ResolverConfiguration.readSystemResolvConf(), openFileLimit: openFiles?.after.soft ?? 1024, logger: logger)
         } catch {
             logger.critical("cannot start: \(error)")
             throw ExitCode(2)
@@ -233,20 +241,22 @@ struct Serve: AsyncParsableCommand {
         ipOptions.mtu = mtu
         ipOptions.destinationPolicy = launch.policy
         ipOptions.leaseFile = LeaseFile(path: (stateDirectory ?? SelfSignedIdentity.defaultDirectory()) + "/" + LeaseFile.defaultName)
+        ipOptions.database = launch.database
         // The host's network changes only when asked: --tun, or a configuration file with a pool.
         let ipLayerAsked = tun != nil || ((config ?? positionalConfiguration) != nil && launch.configuration.poolIsConfigured)
         let useIPLayer = ipLayerAsked && !noIPLayer
         if !useIPLayer && !noIPLayer {
             logger.notice("no IP layer (IP tunnels are refused): give --tun, or a --config with an IPv4 pool, to start one")
         }
-        let leaseFile = useIPLayer ? ipOptions.leaseFile : nil
+        let leaseFile = useIPLayer && launch.database == nil ? ipOptions.leaseFile : nil
         // Clients take the device's MTU from the lease (IPv4.MTU, PROTOCOL.md A5) unless they set their own.
         var configuration = launch.configuration
         configuration.otherIPv4Keys["MTU"] = PropertyListValue(mtu)
         let service = TunnelServerService(
             settings: settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,
             ipLayer: useIPLayer ? (configuration, ipOptions) : nil, ipLayerIsRequired: tun != nil,
-            metricsEndpoint: metricsEndpoint
+            metricsEndpoint: metricsEndpoint,
+            database: launch.database
         ) { server in
             if let identity {
                 let port = server.localAddress.port ?? 0
@@ -257,8 +267,8 @@ struct Serve: AsyncParsableCommand {
             }
             if let account {
                 // Undoing the TUN device's settings needs CAP_NET_ADMIN; without an IP layer nothing is kept.
-                try Privileges.drop(to: account, keeping: leaseFile == nil ? [] : [.netAdmin])
-                logger.notice("running as \(account.name) (uid \(account.uid))\(leaseFile == nil ? "" : ", keeping CAP_NET_ADMIN for the TUN device's settings")")
+                try Privileges.drop(to: account, keeping: useIPLayer ? [.netAdmin] : [])
+                logger.notice("running as \(account.name) (uid \(account.uid))\(useIPLayer ? ", keeping CAP_NET_ADMIN for the TUN device's settings" : "")")
                 if let leaseFile, access((leaseFile.path as NSString).deletingLastPathComponent, W_OK) != 0 {
                     logger.warning("\(account.name) cannot write \(leaseFile.path): leases will not survive a restart; give --state-directory a folder \(account.name) owns")
                 }

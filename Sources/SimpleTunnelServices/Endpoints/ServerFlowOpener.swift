@@ -64,7 +64,7 @@ public final class ServerFlowOpener: FlowOpener {
             guard let ipFlows else {
                 return completion(.failure(FlowOpenFailure(.internalError, "the IP layer is off on this server")))
             }
-            completion(ipFlows.openIPFlow(identifier: identifier, sink: sink, eventLoop: eventLoop, logger: logger))
+            ipFlows.openIPFlow(identifier: identifier, sink: sink, eventLoop: eventLoop, logger: logger, completion: completion)
         }
     }
 

@@ -8,8 +8,9 @@ struct TunnelIPFlows: IPFlowOpening {
     let peer: TunnelPeer
 
     func openIPFlow(
-        identifier: TunnelConnectionIdentifier, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger
-    ) -> Result<OpenedFlow, FlowOpenFailure> {
-        layer.open(identifier: identifier, peer: peer, sink: sink, eventLoop: eventLoop, logger: logger)
+        identifier: TunnelConnectionIdentifier, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger,
+        completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
+    ) {
+        layer.open(identifier: identifier, peer: peer, sink: sink, eventLoop: eventLoop, logger: logger, completion: completion)
     }
 }

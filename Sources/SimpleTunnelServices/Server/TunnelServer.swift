@@ -45,12 +45,13 @@ public final class TunnelServer: Sendable {
         public var refusalLogInterval: TimeAmount = .seconds(10)
 
         public struct Authentication: Sendable {
-            public var users: UserDatabase
+            /// The users file, or the database several servers share.
+            public var users: any LoginDirectory
             public var limiter: LoginRateLimiter
             /// Runs the slow hashes within its limits; one per server.
             public var checker: PasswordChecker
 
-            public init(users: UserDatabase, limiter: LoginRateLimiter = LoginRateLimiter(), checker: PasswordChecker = PasswordChecker()) {
+            public init(users: any LoginDirectory, limiter: LoginRateLimiter = LoginRateLimiter(), checker: PasswordChecker = PasswordChecker()) {
                 self.users = users
                 self.limiter = limiter
                 self.checker = checker

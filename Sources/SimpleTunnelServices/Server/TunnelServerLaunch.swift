@@ -1,3 +1,5 @@
+import Foundation
+import Logging
 import NIOCore
 
 /// What the command line says, before anything is decided; nil means "not given".
@@ -37,6 +39,9 @@ public struct TunnelServerLaunchOptions: Sendable {
     public var loginChecks: Int?
     public var loginChecksPerAddress: Int?
     public var loginFailures: Int?
+    /// `--database URL` and `--database-password-file FILE`: logins, leases and sessions shared with other servers.
+    public var databaseURL: String?
+    public var databasePasswordFile: String?
 
     public init() {}
 
@@ -58,11 +63,14 @@ public struct TunnelServerLaunch: Sendable {
     public var policyNote: String
     /// Things to tell the operator at start.
     public var warnings: [String] = []
+    /// Set with `--database`: logins come from it, and the IP layer leases from it.
+    public var database: TunnelDatabase?
 
     /// - Parameter openFileLimit: the soft RLIMIT_NOFILE the server runs with
     ///   (raised first, see `OpenFileLimit`); flow sockets get what it leaves.
     public static func prepare(
-        _ options: TunnelServerLaunchOptions, resolvConf: String?, openFileLimit: Int = OpenFileLimit.current()?.soft ?? 1024
+        _ options: TunnelServerLaunchOptions, resolvConf: String?, openFileLimit: Int = OpenFileLimit.current()?.soft ?? 1024,
+        environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "tunnel-server")
     ) throws -> TunnelServerLaunch {
         var configuration: TunnelServerConfiguration
         do {
@@ -119,12 +127,17 @@ public struct TunnelServerLaunch: Sendable {
         settings.dns = DNSForwarder(
             resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)), sockets: settings.opener.socketBudget.makeServerAccount())
 
-        if let usersPath = options.usersPath {
-            let users: UserDatabase
-            do {
-                users = try UserDatabase.load(path: usersPath)
-            } catch {
-                throw TunnelServerLaunchError.invalidOption("--users: \(error)")
+        let database = try Self.database(options, server, environment: environment, logger: logger)
+        if options.usersPath != nil || database != nil {
+            let users: any LoginDirectory
+            if let database {
+                users = DatabaseLogins(database: database)
+            } else {
+                do {
+                    users = try UserDatabase.load(path: options.usersPath ?? "")
+                } catch {
+                    throw TunnelServerLaunchError.invalidOption("--users: \(error)")
+                }
             }
             var checks = PasswordCheckLimits()
             checks.concurrent = try positive(options.loginChecks ?? limits.loginChecks, "--max-login-checks")
@@ -136,6 +149,7 @@ public struct TunnelServerLaunch: Sendable {
         var launch = TunnelServerLaunch(
             settings: settings, configuration: configuration, policy: policy,
             policyNote: Self.policyNote(host: settings.host, loopback: loopback))
+        launch.database = database
         launch.warnings += Self.refusedDNSServers(configuration, policy: policy)
         launch.warnings += [socketWarning].compactMap { $0 }
         let clientCA = options.clientCAPath ?? server.clientCAPath
@@ -162,6 +176,27 @@ public struct TunnelServerLaunch: Sendable {
         }
         launch.settings.tls = try TLSContext(configuration: tls)
         return launch
+    }
+
+    /// The shared database, when the command line or the file names one; its logins replace a users file.
+    private static func database(
+        _ options: TunnelServerLaunchOptions, _ server: TunnelServerSettings, environment: [String: String], logger: Logger
+    ) throws -> TunnelDatabase? {
+        guard let url = options.databaseURL ?? server.databaseURL else {
+            guard options.databasePasswordFile == nil else { throw TunnelServerLaunchError.invalidOption("--database-password-file needs --database") }
+            return nil
+        }
+        guard options.usersPath == nil else {
+            throw TunnelServerLaunchError.invalidOption(
+                "--users and --database both name where logins are: with --database they are in the database (tunnel-server passwd --database)")
+        }
+        do {
+            let location = try DatabaseLocation(parsing: url)
+            let password = try DatabasePassword.read(file: options.databasePasswordFile ?? server.databasePasswordFilePath, environment: environment)
+            return TunnelDatabase(location: location, password: password, logger: logger)
+        } catch {
+            throw TunnelServerLaunchError.invalidOption("\(error)")
+        }
     }
 
     static func policyNote(host: String, loopback: Bool) -> String {

@@ -15,6 +15,8 @@ public struct TunnelServerService: Service, CustomStringConvertible {
     private let ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)?
     private let metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)?
     private let ipLayerIsRequired: Bool
+    /// Shared with the other servers: connected and migrated before anything listens.
+    private let database: TunnelDatabase?
 
     /// With `ipLayer`, the server brings up its TUN device first; when it
     /// cannot (not root, no /dev/net/tun), the server stops with that error if
@@ -28,9 +30,11 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)? = nil,
         ipLayerIsRequired: Bool = false,
         metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)? = nil,
+        database: TunnelDatabase? = nil,
         onListening: @escaping @Sendable (TunnelServer) throws -> Void = { _ in }
     ) {
         self.metricsEndpoint = metricsEndpoint
+        self.database = database
         self.settings = settings
         self.group = group
         self.logger = logger
@@ -40,6 +44,20 @@ public struct TunnelServerService: Service, CustomStringConvertible {
     }
 
     public func run() async throws {
+        guard let database else { return try await serve() }
+        let pool = Task { await database.run() }
+        defer { pool.cancel() }
+        do {
+            try await database.prepare()
+        } catch {
+            logger.critical("cannot start: \(error)", metadata: ["database": "\(database.location)"])
+            throw error
+        }
+        logger.notice("sharing logins, leases and sessions in \(database.location)", metadata: ["server": "\(database.serverID)"])
+        try await serve()
+    }
+
+    private func serve() async throws {
         var settings = self.settings
         var handle: ServerIPLayerHandle?
         if let ipLayer {

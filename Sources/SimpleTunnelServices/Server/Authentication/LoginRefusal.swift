@@ -5,13 +5,14 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
     case rateLimited = "rate_limited"
     case busy
     case oversized
+    case directoryUnavailable = "login_directory_unavailable"
 
     /// Whether the peer is told its login was refused before the tunnel closes. Not when
-    /// there was no login, nor when the server was too busy to check it: a client takes
+    /// there was no login, nor when the server was too busy to check it or could not look it up: a client takes
     /// a refusal as final, while a tunnel that just closes is tried again later.
     var isAnswered: Bool {
         switch self {
-        case .notFirst, .busy: return false
+        case .notFirst, .busy, .directoryUnavailable: return false
         case .rateLimited, .oversized: return true
         }
     }
@@ -22,6 +23,7 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
         case .rateLimited: return "too many failed logins from one address; try again later"
         case .busy: return "too many logins are being checked"
         case .oversized: return "the login, or what followed it before the answer, was too large"
+        case .directoryUnavailable: return "the logins cannot be looked up (the database is unreachable); the client will retry"
         }
     }
 }

@@ -29,7 +29,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     /// Longer passwords are refused unchecked: no one types them, and they would be held while the check waits.
     static let maximumPasswordBytes = 1024
 
-    private let users: UserDatabase
+    private let users: any LoginDirectory
     private let limiter: LoginRateLimiter
     private let checker: PasswordChecker
     private let refusals: ThrottledRefusalLog<LoginRefusal>
@@ -42,7 +42,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     private var readDeferred = false
 
     init(
-        users: UserDatabase, limiter: LoginRateLimiter, checker: PasswordChecker, refusals: ThrottledRefusalLog<LoginRefusal>,
+        users: any LoginDirectory, limiter: LoginRateLimiter, checker: PasswordChecker, refusals: ThrottledRefusalLog<LoginRefusal>,
         source: ClientAddressGroup, metrics: TunnelServerMetrics? = nil, peer: TunnelPeer? = nil, logger: Logger
     ) {
         self.users = users
@@ -83,15 +83,24 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
                 return refuse(context: context, login: login, .oversized)
             }
             state = .verifying(pending: PendingLoginMessages())
-            let users = self.users
-            checker.check(source: source, on: context.eventLoop) {
-                users.verify(login: login, password: password)
+            let checker = self.checker
+            let source = self.source
+            let eventLoop = context.eventLoop
+            users.records(for: login, on: eventLoop).flatMapError { error in
+                eventLoop.makeFailedFuture(LoginDirectoryUnavailable(reason: "\(error)"))
+            }
+            .flatMap { records in
+                checker.check(source: source, on: eventLoop) {
+                    records.verify(login: login, password: password)
+                }
             }
             .assumeIsolated()
             .whenComplete { [self] result in
                 // A right password, or one never checked, is no failed attempt.
                 if case .success(true) = result { limiter.succeeded(attempt) }
-                if case .failure(let error) = result, error is PasswordCheckRefusal { limiter.succeeded(attempt) }
+                if case .failure(let error) = result, error is PasswordCheckRefusal || error is LoginDirectoryUnavailable {
+                    limiter.succeeded(attempt)
+                }
                 // Already refused (the peer did not wait for the answer): once is enough.
                 guard case .verifying = state else { return }
                 switch result {
@@ -101,6 +110,8 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
                     refuse(context: context, login: login, reason: "wrong login or password")
                 case .failure(let refusal as PasswordCheckRefusal):
                     refuse(context: context, login: login, .busy, detail: refusal.description)
+                case .failure(let unavailable as LoginDirectoryUnavailable):
+                    refuse(context: context, login: login, .directoryUnavailable, detail: unavailable.reason)
                 case .failure(let error):
                     refuse(context: context, login: login, reason: "the password could not be checked: \(error)")
                 }

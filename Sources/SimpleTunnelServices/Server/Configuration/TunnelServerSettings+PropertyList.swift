@@ -1,5 +1,7 @@
 extension TunnelServerSettings {
-    static let knownKeys = ["ListenAddress", "Port", "Certificate", "PrivateKey", "ClientCA", "Limits", "Policy"]
+    static let knownKeys = [
+        "ListenAddress", "Port", "Certificate", "PrivateKey", "ClientCA", "Database", "DatabasePasswordFile", "Limits", "Policy",
+    ]
 
     /// Reads the `Server` dictionary. Unlike the client keys, which are passed
     /// through, an unknown key here is an error: it is most likely a typo of a
@@ -13,6 +15,8 @@ extension TunnelServerSettings {
         if let node = server.optional("Certificate") { certificatePath = try Self.filePath(node, baseDirectory: baseDirectory) }
         if let node = server.optional("PrivateKey") { privateKeyPath = try Self.filePath(node, baseDirectory: baseDirectory) }
         if let node = server.optional("ClientCA") { clientCAPath = try Self.filePath(node, baseDirectory: baseDirectory) }
+        databaseURL = try server.optional("Database")?.nonEmptyString(expected: "a postgres://USER@HOST:PORT/DATABASE address")
+        if let node = server.optional("DatabasePasswordFile") { databasePasswordFilePath = try Self.filePath(node, baseDirectory: baseDirectory) }
         if let node = server.optional("Limits") { limits = try Limits(node) }
         if let node = server.optional("Policy") { policy = try DestinationPolicy(node) }
     }

@@ -18,6 +18,10 @@ public struct TunnelServerSettings: Sendable, Hashable {
     public var privateKeyPath: String?
     /// CA bundle for verifying client certificates; set = mutual TLS.
     public var clientCAPath: String?
+    /// The database several servers share (`Server.Database`, postgres://USER@HOST:PORT/DB) and its password file
+    /// (`Server.DatabasePasswordFile`); nil = users file and lease file of this server alone.
+    public var databaseURL: String?
+    public var databasePasswordFilePath: String?
     public var limits: Limits
     public var policy: DestinationPolicy
 

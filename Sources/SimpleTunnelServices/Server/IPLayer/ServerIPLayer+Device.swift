@@ -10,6 +10,8 @@ public struct ServerIPLayerOptions: Sendable {
     public var mtu = 1400
     /// Where the addresses of known clients are remembered across restarts; nil: in memory only.
     public var leaseFile: LeaseFile?
+    /// Set: leases and sessions are shared with the other servers in this database, and `leaseFile` is not used.
+    public var database: TunnelDatabase?
     /// Which destinations clients' packets may have: its Deny rules and default denials apply.
     public var destinationPolicy = DestinationPolicy.allowAll
 
@@ -56,7 +58,12 @@ extension ServerIPLayer {
             throw ServerIPLayerError("the server's tunnel address \(address) is inside the pool \(pool.lowerBound)-\(pool.upperBound)")
         }
         // The lease file first: a bad one stops the server before anything is changed.
-        let addressPool = try AddressPool(range: pool, file: options.leaseFile, logger: logger)
+        let addressPool: any AddressLeasing =
+            if let database = options.database {
+                DatabaseAddressPool(range: pool, database: database)
+            } else {
+                try AddressPool(range: pool, file: options.leaseFile, logger: logger)
+            }
         let device = try TUNDevice.open(name: options.deviceName, logger: logger)
         let network = LinuxNetworkConfigurator(logger: logger)
         do {
@@ -75,7 +82,7 @@ extension ServerIPLayer {
         let layer = ServerIPLayer(pool: addressPool, router: router, configuration: configuration, metrics: metrics)
         logger.notice(
             "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound), MTU \(options.mtu)",
-            metadata: ["leases": "\(options.leaseFile?.path ?? "in memory")"]
+            metadata: ["leases": "\(options.database.map { "\($0.location)" } ?? options.leaseFile?.path ?? "in memory")"]
         )
         return ServerIPLayerHandle(layer: layer, network: network)
     }

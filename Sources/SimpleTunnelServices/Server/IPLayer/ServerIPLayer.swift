@@ -5,41 +5,55 @@ import NIOCore
 /// The server's IP layer: its address pool, the router in front of its TUN
 /// device, and the configuration each lease is answered with (PROTOCOL.md A4, A5).
 public final class ServerIPLayer: Sendable {
-    public let pool: AddressPool
+    public let pool: any AddressLeasing
     public let router: PacketRouter
     private let configuration: TunnelServerConfiguration
     let metrics: TunnelServerMetrics?
     /// The tunnel of each lease's holder, so that a newer session of the same client can end it.
     private let holders = NIOLockedValueBox<[LeaseBook.Holder: @Sendable () -> Void]>([:])
 
-    public init(pool: AddressPool, router: PacketRouter, configuration: TunnelServerConfiguration, metrics: TunnelServerMetrics? = nil) {
+    public init(pool: any AddressLeasing, router: PacketRouter, configuration: TunnelServerConfiguration, metrics: TunnelServerMetrics? = nil) {
         self.pool = pool
         self.router = router
         self.configuration = configuration
         self.metrics = metrics
+        pool.whenReplacedElsewhere { [weak self] holder in self?.endSession(holder: holder) }
     }
 
-    /// Leases an address for an IP flow and attaches it to the router; result 3 when the pool is exhausted.
+    /// Leases an address for an IP flow and attaches it to the router; result 3 when the pool is exhausted,
+    /// 5 when the leases cannot be decided now (the shared database is unreachable).
     /// A known client gets its last address back; if an older session of it still holds that address,
     /// that session's tunnel is ended and the address moves to this one at once.
     func open(
-        identifier: TunnelConnectionIdentifier, peer: TunnelPeer?, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger
-    ) -> Result<OpenedFlow, FlowOpenFailure> {
+        identifier: TunnelConnectionIdentifier, peer: TunnelPeer?, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger,
+        completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
+    ) {
         let client = peer?.identity
-        guard let lease = pool.lease(for: client) else {
-            return .failure(FlowOpenFailure(.refused, "the address pool \(pool.range.lowerBound)-\(pool.range.upperBound) is exhausted"))
+        pool.lease(for: client, on: eventLoop).assumeIsolated().whenComplete { [self] result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(FlowOpenFailure(.internalError, "no address can be leased now: \(error)")))
+            case .success(nil):
+                completion(.failure(FlowOpenFailure(.refused, "the address pool \(pool.range.lowerBound)-\(pool.range.upperBound) is exhausted")))
+            case .success(let lease?):
+                if let replaced = lease.replaced {
+                    logger.notice("a new session of \(client ?? "the client") takes over \(lease.address); ending the old one")
+                    endSession(holder: replaced)
+                } else {
+                    metrics?.leases.increment()
+                }
+                let endpoint = ServerIPFlowEndpoint(identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop)
+                if let peer {
+                    holders.withLockedValue { $0[lease.holder] = { peer.close() } }
+                }
+                completion(.success(OpenedFlow(endpoint: endpoint, configuration: configuration.configuration(forLease: lease.address))))
+            }
         }
-        if let replaced = lease.replaced {
-            logger.notice("a new session of \(client ?? "the client") takes over \(lease.address); ending the old one")
-            holders.withLockedValue { $0.removeValue(forKey: replaced) }?()
-        } else {
-            metrics?.leases.increment()
-        }
-        let endpoint = ServerIPFlowEndpoint(identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop)
-        if let peer {
-            holders.withLockedValue { $0[lease.holder] = { peer.close() } }
-        }
-        return .success(OpenedFlow(endpoint: endpoint, configuration: configuration.configuration(forLease: lease.address)))
+    }
+
+    /// Ends the tunnel of a session another one replaced (here, or on another server through the database).
+    func endSession(holder: LeaseBook.Holder) {
+        holders.withLockedValue { $0.removeValue(forKey: holder) }?()
     }
 
     /// Frees a lease its flow no longer needs (unless a newer session took it over).

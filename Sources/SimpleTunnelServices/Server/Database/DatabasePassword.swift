@@ -1,0 +1,25 @@
+import Foundation
+
+/// The database password: from `--database-password-file` (its first line;
+/// refused when others may read it), else `PGPASSWORD`, else none (trust or
+/// peer authentication on a Unix socket).
+public enum DatabasePassword {
+    public static let environmentVariable = "PGPASSWORD"
+
+    public static func read(file: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(DatabaseError) -> String? {
+        guard let file else { return environment[environmentVariable] }
+        var status = stat()
+        guard stat(file, &status) == 0 else {
+            throw .password("\(file) cannot be read: \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & 0o077 == 0 else {
+            throw .password("\(file) may be read by others (mode \(String(status.st_mode & 0o777, radix: 8))); chmod 600 \(file)")
+        }
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw .password("\(file) cannot be read as text")
+        }
+        let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        guard !line.isEmpty else { throw .password("\(file) is empty; its first line is the password") }
+        return line
+    }
+}

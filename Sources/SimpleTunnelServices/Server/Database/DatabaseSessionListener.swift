@@ -1,0 +1,50 @@
+import Logging
+import PostgresNIO
+
+/// How a server hears that another server took over one of its sessions: it
+/// LISTENs on one connection kept for that, and a lease transaction that
+/// replaces a session elsewhere NOTIFYs its server and session at commit. When
+/// the connection drops (the database restarted) it listens again a second later.
+extension TunnelDatabase {
+    func listenForTakenOverSessions() async {
+        var failures = LogRateLimiter(interval: .seconds(60))
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await withTaskCancellationHandler {
+                        try await connection.listen(on: DatabaseLeaseRequest.notificationChannel) { notifications in
+                            listening.withLockedValue { $0 = true }
+                            for try await notification in notifications {
+                                takenOver(notification.payload)
+                            }
+                        }
+                    } onCancel: {
+                        // The notifications never end on their own; the pool cannot stop while this connection is out.
+                        connection.close()
+                    }
+                }
+            } catch {
+                if let unlogged = failures.admit() {
+                    logger.warning(
+                        "not listening for sessions other servers take over; retrying every second",
+                        metadata: ["reason": "\(String(reflecting: error))", "unlogged": "\(unlogged)"])
+                }
+            }
+            listening.withLockedValue { $0 = false }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    /// Whether takeovers by other servers reach this one now.
+    public var isListening: Bool { listening.withLockedValue { $0 } }
+
+    private func takenOver(_ payload: String) {
+        guard let space = payload.lastIndex(of: " "), payload[..<space] == serverID,
+            let session = Int64(payload[payload.index(after: space)...])
+        else { return }
+        let handlers = sessionEndHandlers.withLockedValue { $0 }
+        for end in handlers {
+            end(UInt64(bitPattern: session))
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import NIOCore
+
+/// Who decides which tunnel address a client gets: this server's own
+/// `AddressPool` (with its lease file, the default) or `DatabaseAddressPool`,
+/// shared by several servers. `ServerIPLayer` asks it and carries out what it
+/// says, including ending an older session of the same client on this server.
+public protocol AddressLeasing: Sendable {
+    var range: ClosedRange<IPv4Address> { get }
+    /// An address for `client` (its login or certificate subject; nil when
+    /// anonymous); nil when the pool is exhausted. Fails when it cannot be decided now.
+    func lease(for client: String?, on eventLoop: EventLoop) -> EventLoopFuture<AddressPool.Lease?>
+    /// Frees the lease unless a newer session of its client took it over; true when freed.
+    @discardableResult
+    func release(_ lease: AddressPool.Lease) -> Bool
+    /// Addresses this server's tunnels hold now.
+    var leasedCount: Int { get }
+    /// Where to say that a session here was replaced by one on another server (shared leases only).
+    func whenReplacedElsewhere(_ end: @escaping @Sendable (UInt64) -> Void)
+}
+
+extension AddressPool: AddressLeasing {
+    /// Decided at once, in memory.
+    public func lease(for client: String?, on eventLoop: EventLoop) -> EventLoopFuture<Lease?> {
+        eventLoop.makeSucceededFuture(lease(for: client))
+    }
+
+    /// One server: every session it replaces is its own.
+    public func whenReplacedElsewhere(_ end: @escaping @Sendable (UInt64) -> Void) {}
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import Testing
+@testable import SimpleTunnelServices
+
+/// Servers on loopback sharing one throwaway PostgreSQL, each with an IP
+/// layer on an in-memory device (no TUN): what several machines behind a load
+/// balancer share, in one process.
+struct SharedDatabaseCluster {
+    struct Member {
+        let database: TunnelDatabase
+        let fixture: RawServerFixture
+        let device: InMemoryPacketFlow
+        let layer: ServerIPLayer
+        let run: Task<Void, Never>
+    }
+
+    let postgres: ThrowawayPostgres
+    let members: [Member]
+    let log: CapturingLogHandler.Lines
+
+    static let pool = ("10.90.0.2", "10.90.0.254")
+
+    /// Runs `body` with a cluster and stops it afterwards, also when `body` failed or returned early.
+    static func with(
+        servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20), _ body: (SharedDatabaseCluster) async throws -> Void
+    ) async throws {
+        let cluster = try await start(servers: servers, logins: logins, timeout: timeout)
+        do {
+            try await body(cluster)
+        } catch {
+            await cluster.stop()
+            throw error
+        }
+        await cluster.stop()
+    }
+
+    /// `logins`: every tunnel must log in, with these logins stored in the database (password "pw-LOGIN").
+    static func start(servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20)) async throws -> SharedDatabaseCluster {
+        let postgres = try await ThrowawayPostgres.started()
+        let (capturing, log) = CapturingLogHandler.logger()
+        var logger = capturing
+        logger.logLevel = .info
+        var members: [Member] = []
+        do {
+            for _ in 0..<servers {
+                members.append(try await member(postgres, logins: logins, timeout: timeout, logger: logger))
+            }
+            if let logins, let first = members.first {
+                for login in logins {
+                    try await DatabaseLogins(database: first.database).set(
+                        login, hash: try PasswordHash(password: "pw-\(login)", iterations: PasswordHash.minimumIterations))
+                }
+            }
+        } catch {
+            await Self(postgres: postgres, members: members, log: log).stop()
+            throw error
+        }
+        return SharedDatabaseCluster(postgres: postgres, members: members, log: log)
+    }
+
+    private static func member(_ postgres: ThrowawayPostgres, logins: [String]?, timeout: Duration, logger: Logger) async throws -> Member {
+        let database = TunnelDatabase(location: try postgres.location, password: nil, timeout: timeout, logger: logger)
+        let run = Task { await database.run() }
+        try await database.prepare()
+        // Takeovers by the other servers must reach this one before the test makes any.
+        for _ in 0..<500 where !database.isListening {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(database.isListening)
+        let device = InMemoryPacketFlow()
+        let configuration = try IPLayerTests.configuration(pool.0, pool.1)
+        let router = PacketRouter(device: device, policy: .allowAll, logger: TunnelFixture.logger)
+        let layer = ServerIPLayer(
+            pool: DatabaseAddressPool(range: configuration.pool, database: database), router: router, configuration: configuration)
+        let fixture = try await RawServerFixture.start {
+            $0.opener.ipLayer = layer
+            // Every client of these tests comes from 127.0.0.1, many at once.
+            $0.startupsPerAddress = 1000
+            $0.startups = StartupsPolicy(uncheckedStart: 1000, rate: 100, full: 1000)
+            $0.maximumTunnels = 1000
+            if logins != nil {
+                var checks = PasswordCheckLimits()
+                checks.perSource = 1000
+                $0.authentication = .init(users: DatabaseLogins(database: database), checker: PasswordChecker(limits: checks))
+            }
+        }
+        router.start(on: fixture.group.next())
+        return Member(database: database, fixture: fixture, device: device, layer: layer, run: run)
+    }
+
+    func stop() async {
+        for member in members {
+            await member.fixture.stop()
+            member.run.cancel()
+            await member.run.value
+        }
+        postgres.remove()
+    }
+
+    /// A value from the database, for what the servers wrote.
+    func count(_ query: PostgresQuery) async throws -> Int {
+        try await members[0].database.perform("test query") { client, logger in
+            var count = 0
+            for try await value in try await client.query(query, logger: logger).decode(Int.self) { count = value }
+            return count
+        }
+    }
+}
+
+extension RawTunnelPeer {
+    /// Opens the IP flow; the leased address, or the result when refused.
+    func openIP(_ identifier: TunnelConnectionIdentifier = 1) async throws -> Result<String, OpenRefusal> {
+        try await send(.open(identifier: identifier, request: .ip))
+        // Longer than the database's deadline: a refusal for want of it must arrive.
+        switch await next(timeout: .seconds(30), skip: { if case .packets = $0 { true } else { false } }) {
+        case .openResult(identifier, .success, let configuration?)?:
+            guard let address = configuration["IPv4"]?.dictionaryValue?["Address"]?.stringValue else { return .failure(OpenRefusal(result: nil)) }
+            return .success(address)
+        case .openResult(identifier, let result, _)?:
+            return .failure(OpenRefusal(result: result))
+        default:
+            return .failure(OpenRefusal(result: nil))
+        }
+    }
+
+    struct OpenRefusal: Error, Equatable {
+        /// Nil: no answer (the tunnel closed).
+        let result: TunnelConnectionOpenResult?
+    }
+}
