@@ -76,7 +76,7 @@ struct SharedDatabaseCluster {
         let layer = ServerIPLayer(
             pool: DatabaseAddressPool(range: configuration.pool, database: database), router: router, configuration: configuration)
         let fixture = try await RawServerFixture.start {
-            $0.opener.ipLayer = layer
+            $0.ipLayer = layer
             // Every client of these tests comes from 127.0.0.1, many at once.
             $0.startupsPerAddress = 1000
             $0.startups = StartupsPolicy(uncheckedStart: 1000, rate: 100, full: 1000)
@@ -116,10 +116,10 @@ extension RawTunnelPeer {
         try await send(.open(identifier: identifier, request: .ip))
         // Longer than the database's deadline: a refusal for want of it must arrive.
         switch await next(timeout: .seconds(30), skip: { if case .packets = $0 { true } else { false } }) {
-        case .openResult(identifier, .success, let configuration?)?:
+        case .openResult(identifier, .success, let configuration?, _)?:
             guard let address = configuration["IPv4"]?.dictionaryValue?["Address"]?.stringValue else { return .failure(OpenRefusal(result: nil)) }
             return .success(address)
-        case .openResult(identifier, let result, _)?:
+        case .openResult(identifier, let result, _, _)?:
             return .failure(OpenRefusal(result: result))
         default:
             return .failure(OpenRefusal(result: nil))

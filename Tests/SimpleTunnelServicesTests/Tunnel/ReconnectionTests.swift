@@ -20,7 +20,10 @@ struct ReconnectionTests {
             self.users = users
             identity = try SelfSignedIdentity.loadOrCreate(directory: NSTemporaryDirectory() + "reconnect-\(UUID().uuidString)")
             // A port that was free a moment ago: the server's own, stopped at once.
-            let probe = try await Self.startServer(port: 0, group: group, identity: identity, users: users)
+            let identity = self.identity
+            let probe = try await RestartablePort.bind { port in
+                try await Self.startServer(port: port, group: group, identity: identity, users: users)
+            }
             port = probe.localAddress.port ?? 0
             await probe.shutdown()
         }
