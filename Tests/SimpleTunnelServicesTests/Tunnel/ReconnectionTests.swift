@@ -74,6 +74,15 @@ struct ReconnectionTests {
         return backoff
     }
 
+    /// Slow enough that a poll of the control socket sees why the tunnel went
+    /// down before the first retry replaces the last error with its own.
+    static var observableBackoff: ReconnectBackoff {
+        var backoff = ReconnectBackoff()
+        backoff.initial = .milliseconds(800)
+        backoff.maximum = .milliseconds(800)
+        return backoff
+    }
+
     /// Asks the control socket until the state is `state`; returns the states seen on the way.
     static func waitForState(_ state: TunnelClientState, path: String, group: EventLoopGroup, seen: inout [TunnelClientState]) async throws -> TunnelClientStatus? {
         for _ in 0..<500 {
@@ -97,7 +106,7 @@ struct ReconnectionTests {
         // By name: the first connection resolves it, reconnections go to the address it had.
         let service = TunnelClientService(
             settings: try server.clientSettings(host: "localhost"), group: group, logger: TunnelFixture.logger, controlPath: path,
-            reconnect: Self.quickBackoff
+            reconnect: Self.observableBackoff
         ) { tunnel, _ in
             let forwarder = try await TCPPortForwarder.start(
                 bindHost: "127.0.0.1", bindPort: 0, destination: TunnelEndpoint(host: "127.0.0.1", port: echoPort), tunnel: tunnel,
