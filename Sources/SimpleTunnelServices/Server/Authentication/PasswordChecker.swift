@@ -16,6 +16,7 @@ public final class PasswordChecker: Sendable {
     private let queue: NIOLockedValueBox<PasswordCheckQueue<Job>>
     private let threadPool: NIOThreadPool
     private let started = NIOLockedValueBox(0)
+    private let finished = NIOLockedValueBox(0)
 
     public init(limits: PasswordCheckLimits = PasswordCheckLimits(), threadPool: NIOThreadPool = .singleton) {
         self.limits = limits
@@ -24,7 +25,11 @@ public final class PasswordChecker: Sendable {
     }
 
     /// Checks started so far (tests count the hashes a flood got).
-    public var checksStarted: Int { started.withLockedValue { $0 } }
+    var checksStarted: Int { started.withLockedValue { $0 } }
+
+    /// Checks whose answer has been handed to the waiting login (tests wait
+    /// for it instead of sleeping through a hash).
+    var checksFinished: Int { finished.withLockedValue { $0 } }
 
     /// Runs `verify` when there is room; fails with `PasswordCheckRefusal` when there is none.
     func check(source: ClientAddressGroup, on eventLoop: EventLoop, _ verify: @escaping @Sendable () -> Bool) -> EventLoopFuture<Bool> {
@@ -43,6 +48,7 @@ public final class PasswordChecker: Sendable {
         started.withLockedValue { $0 += 1 }
         threadPool.runIfActive(eventLoop: job.eventLoop, job.verify).whenComplete { [self] result in
             job.promise.completeWith(result)
+            finished.withLockedValue { $0 += 1 }
             if let next = queue.withLockedValue({ $0.finish(from: job.source) }) {
                 run(next)
             }

@@ -17,6 +17,8 @@ public final class AddressPool: Sendable {
     private let file: LeaseFile?
     /// The generation last written: saves run outside `state`'s lock, and an older one never overwrites a newer.
     private let saved = NIOLockedValueBox<UInt64>(0)
+    /// Releases asked for so far, freeing or not (tests wait for one instead of sleeping).
+    private let releases = NIOLockedValueBox(0)
     private let logger: Logger
 
     /// Loads the remembered leases from `file`, if given; fails when it is unreadable.
@@ -52,8 +54,11 @@ public final class AddressPool: Sendable {
     /// Frees the lease unless a newer session of its client took it over; true when freed.
     @discardableResult
     public func release(_ lease: Lease) -> Bool {
-        state.withLockedValue { $0.book.release(lease.address, holder: lease.holder) }
+        defer { releases.withLockedValue { $0 += 1 } }
+        return state.withLockedValue { $0.book.release(lease.address, holder: lease.holder) }
     }
+
+    var releasesRequested: Int { releases.withLockedValue { $0 } }
 
     /// Rare (a client's first lease, or one given away), so written at once and in full.
     private func save(_ remembered: [String: IPv4Address], generation: UInt64) {

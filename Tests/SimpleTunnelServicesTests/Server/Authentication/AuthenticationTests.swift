@@ -64,8 +64,9 @@ struct AuthenticationTests {
         database.set("alice", hash: try PasswordHash(password: "right", iterations: Self.iterations))
         let registry = PrometheusCollectorRegistry()
         let metrics = TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
+        let checker = PasswordChecker()
         let fixture = try await RawServerFixture.start { settings in
-            settings.authentication = .init(users: database)
+            settings.authentication = .init(users: database, checker: checker)
             settings.metrics = metrics
         }
         let peer = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group)
@@ -74,8 +75,10 @@ struct AuthenticationTests {
         try await peer.send([.authenticate(login: "alice", password: "wrong")] + flood)
         #expect(await peer.next() == .authenticateResult(.refused))
         #expect(await peer.waitForClose())
-        // Long enough for the slow hash to finish: its failure must not refuse (and count) the login again.
-        try await Task.sleep(for: .seconds(1))
+        // Once the hash has finished and its answer reached the closed tunnel's gate, that failure
+        // must not refuse (and count) the login again.
+        #expect(await AdmissionPeers.eventually { checker.checksFinished == 1 })
+        #expect(checker.checksStarted == 1)
         let text = registry.emitToString()
         #expect(MetricsEndpointTests.value("simpletunnel_authentication_failures_total", in: text) == 1, "\(text)")
         await fixture.stop()

@@ -131,7 +131,7 @@ struct LeaseTests {
         #expect(try await Self.openIP(aliceAgain) == "10.90.0.2")
         #expect(await alice.waitForClose(), "the old session was not ended")
         // Its release, once it closed, did not free the address the new session holds.
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await AdmissionPeers.eventually { (layer.pool as? AddressPool)?.releasesRequested == 1 }, "the old session's lease was never released")
         #expect(layer.pool.leasedCount == 2)
 
         // Packets for alice's address now reach the new session only.
