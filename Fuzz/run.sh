@@ -5,7 +5,8 @@
 # out-of-memory; a failing input is left in Fuzz/Artifacts/<target>/.
 # Prints executions and coverage (cov: edges, ft: features) per target.
 # Usage: Fuzz/run.sh [SECONDS] [TARGET...]   (default: 60 s, every target)
-# Environment: FUZZ_CONFIGURATION=debug|release (default release).
+# Environment: FUZZ_CONFIGURATION=debug|release (default release);
+# FUZZ_BIN=DIR runs the harnesses already built in DIR instead of building.
 # No single allocation may exceed 1 MiB (-malloc_limit_mb), and the frame
 # harnesses check that decoding a frame holds at most 1 MiB in all with its
 # bytes (FuzzDriver's HeapMeter): that is the most a frame may make the
@@ -25,9 +26,13 @@ configuration=${FUZZ_CONFIGURATION:-release}
 # lld: gold stops with an internal error (reading the toolchain's DWARF 5) on these links.
 # -enable-testing: a harness may build the library's internal pieces (`@testable import`), as the tests do.
 build=(swift build -c "$configuration" -Xswiftc -enable-testing -Xswiftc -sanitize=fuzzer,address -Xswiftc -enforce-exclusivity=checked -Xswiftc -use-ld=lld)
-"${build[@]}" 2>&1 | grep -E "error|warning: unre|Compiling|Build" | grep -v "^Compiling" || true
-"${build[@]}" >/dev/null  # fails here, loudly, if the build did
-bin=$("${build[@]}" --show-bin-path)
+if [ -n "${FUZZ_BIN:-}" ]; then
+    bin=$FUZZ_BIN  # harnesses built already (a long campaign beside other work)
+else
+    "${build[@]}" 2>&1 | grep -E "error|warning: unre|Compiling|Build" | grep -v "^Compiling" || true
+    "${build[@]}" >/dev/null  # fails here, loudly, if the build did
+    bin=$("${build[@]}" --show-bin-path)
+fi
 
 # Seeds per target: frames for the tunnel's decoders (with the heaviest a
 # frame can be, made anew each run), plists for the XML reader.
