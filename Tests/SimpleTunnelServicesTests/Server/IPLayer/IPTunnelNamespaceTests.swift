@@ -212,6 +212,30 @@ struct IPTunnelNamespaceTests {
         #expect(addresses.contains("10.90.0.2"), "\(addresses)")
     }
 
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func aClientAgainstAServerWithoutAnIPLayerIsToldHowToStartOne() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        // As the README's first run starts it: no --tun, no pool, so no IP layer.
+        let server = try vpn.lab.start(in: vpn.server, [
+            BuiltPrograms.tunnelServer, "--host", "0.0.0.0", "--port", "4433",
+            "--cert", vpn.pki.certificatePath("server"), "--key", vpn.pki.keyPath("server"), "--client-ca", vpn.pki.caFile,
+            "--state-directory", vpn.directory + "/server-state",
+        ])
+        defer { server.terminate() }
+        #expect(await server.waitForOutput(containing: "listening on", timeout: 20) != nil, "\(server.outputSoFar)")
+        #expect(server.outputSoFar.contains("no IP layer"), "\(server.outputSoFar)")
+        let namespace = try vpn.clientNamespace(1)
+        let client = try await vpn.startClient(in: namespace, serverAddress: "198.18.11.1", device: "stun1", expectUp: false)
+        let result = await client.finish(timeout: 20)
+        #expect(result.status != 0)
+        #expect(result.output.contains("the server has no IP layer"), "\(result.output)")
+        #expect(result.output.contains("start it with --tun"), "\(result.output)")
+        // The client removed the device it made for the tunnel.
+        let links = try vpn.lab.run(in: namespace, ["ip", "link", "show"]).standardOutput
+        #expect(!links.contains("stun1"), "\(links)")
+    }
+
     /// Asks a client's control socket until its state is `state`; records the states seen.
     func waitForState(_ state: TunnelClientState, control: String, seen: inout [TunnelClientState], timeout: Int = 30) async -> TunnelClientStatus? {
         for _ in 0..<(timeout * 10) {
