@@ -9,7 +9,10 @@
       N clients, C at a time, each its own login: TLS, authenticate (and for
       tunnels also open an IP flow and wait for its lease), then close.
       Prints one JSON object: completed, failures, seconds, per_second.
-      Connects to 127.0.0.1 only (the script runs it inside its own network namespace).
+      Connects to 127.0.0.1 only (the script runs it inside its own network
+      namespace), each client from its own loopback address (127.1.x.y), as
+      clients on their own machines would: from one address the server's
+      per-address login budget (2 checks at a time) would refuse most.
 """
 
 import argparse
@@ -40,7 +43,8 @@ def one_client(port, index, mode):
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as raw:
+    source = ("127.1.%d.%d" % (index // 250, index % 250 + 1), 0)
+    with socket.create_connection(("127.0.0.1", port), timeout=60, source_address=source) as raw:
         with context.wrap_socket(raw, server_hostname="localhost") as tls:
             tls.settimeout(60)
             tls.sendall(frame({"identifier": 0, "command": 10, "login": "user%d" % index, "password": "pw-user%d" % index}))

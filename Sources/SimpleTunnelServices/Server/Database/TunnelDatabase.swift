@@ -21,6 +21,9 @@ public final class TunnelDatabase: Sendable {
     let sessionEndHandlers = NIOLockedValueBox<[@Sendable (UInt64) -> Void]>([])
     /// Whether this server hears about sessions taken over now (see `DatabaseSessionListener`).
     let listening = NIOLockedValueBox(false)
+    /// Whether `run` has started the pool: PostgresNIO warns when a connection
+    /// is asked for first, as it may be when `run` is a task just made.
+    private let poolRunning = NIOLockedValueBox(false)
 
     public init(location: DatabaseLocation, password: String?, timeout: Duration = .seconds(5), logger: Logger) {
         self.location = location
@@ -37,9 +40,22 @@ public final class TunnelDatabase: Sendable {
     /// over, until the task is cancelled; start it before anything else.
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.client.run() }
+            group.addTask {
+                self.poolRunning.withLockedValue { $0 = true }
+                await self.client.run()
+            }
             group.addTask { await self.listenForTakenOverSessions() }
         }
+    }
+
+    /// Waits (a second at most: `perform`'s timeout covers a pool never run) until `run` has begun.
+    private func untilThePoolRuns() async {
+        guard !poolRunning.withLockedValue({ $0 }) else { return }
+        for _ in 0..<1000 where !poolRunning.withLockedValue({ $0 }) {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        // `client.run()` marks the pool running first thing; give it that moment.
+        try? await Task.sleep(for: .milliseconds(1))
     }
 
     func whenSessionEnded(_ end: @escaping @Sendable (UInt64) -> Void) {
@@ -61,6 +77,7 @@ public final class TunnelDatabase: Sendable {
         let client = self.client
         let logger = self.logger
         let timeout = timeout ?? self.timeout
+        await untilThePoolRuns()
         do {
             return try await withThrowingTaskGroup(of: Value.self) { group in
                 group.addTask { try await body(client, logger) }
