@@ -138,7 +138,8 @@ struct FlowSocketLimitsTests {
         let resolver = try #require(silent.localAddress)
         let fixture = try await RawServerFixture.start {
             $0.opener.socketBudget = budget
-            $0.dns = DNSForwarder(resolver: resolver, timeout: .seconds(2), sockets: budget.makeServerAccount())
+            // Long enough that a loaded machine still sees the query's socket before its timeout gives it back.
+            $0.dns = DNSForwarder(resolver: resolver, timeout: .seconds(8), sockets: budget.makeServerAccount())
         }
         let peer = try await fixture.peer()
         let query = ByteBuffer(hex: "beef 0100 0001 0000 0000 0000 07 6578616d706c65 03 636f6d 00 0001 0001")
