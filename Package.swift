@@ -44,7 +44,17 @@ let package = Package(
                 "CTLSShims",
                 // IP-layer tunnel: TUN device and namespace calls.
                 "CTUNShims",
-                // Shared state of several servers (logins, leases, sessions).
+            ]
+        ),
+        // Logins, leases and sessions several servers share in PostgreSQL
+        // (--database): only tunnel-server and the tests link it and its client.
+        .target(
+            name: "SimpleTunnelDatabase",
+            dependencies: [
+                "SimpleTunnelServices",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
@@ -61,6 +71,7 @@ let package = Package(
             name: "TunnelServer",
             dependencies: [
                 "SimpleTunnelServices",
+                "SimpleTunnelDatabase",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -110,6 +121,7 @@ let package = Package(
             name: "SimpleTunnelServicesTests",
             dependencies: [
                 "SimpleTunnelServices",
+                "SimpleTunnelDatabase",
                 "SimpleTunnelWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SimpleTunnelDatabase
 import SimpleTunnelServices
 
 /// `tunnel-server passwd LOGIN`: adds or replaces a user in the users file, or in the shared database; `--list`, `--remove`.

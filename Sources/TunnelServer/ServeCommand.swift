@@ -4,6 +4,7 @@ import Logging
 import NIOPosix
 import Prometheus
 import ServiceLifecycle
+import SimpleTunnelDatabase
 import SimpleTunnelServices
 
 struct Serve: AsyncParsableCommand {
@@ -205,6 +206,7 @@ struct Serve: AsyncParsableCommand {
         options.loginFailures = loginFailures
         options.databaseURL = database
         options.databasePasswordFile = databasePasswordFile
+        options.openSharedStore = TunnelDatabase.opener
 
         // Every tunnel and flow is a descriptor; the usual soft limit of 1024 is far too few.
         let openFiles = OpenFileLimit.raiseSoftLimitToHardLimit()

@@ -42,6 +42,8 @@ public struct TunnelServerLaunchOptions: Sendable {
     /// `--database URL` and `--database-password-file FILE`: logins, leases and sessions shared with other servers.
     public var databaseURL: String?
     public var databasePasswordFile: String?
+    /// Opens the store `databaseURL` names (tunnel-server passes the PostgreSQL one); nil: `--database` is refused.
+    public var openSharedStore: SharedServerStoreOpener?
 
     public init() {}
 
@@ -64,7 +66,7 @@ public struct TunnelServerLaunch: Sendable {
     /// Things to tell the operator at start.
     public var warnings: [String] = []
     /// Set with `--database`: logins come from it, and the IP layer leases from it.
-    public var database: TunnelDatabase?
+    public var database: (any SharedServerStore)?
 
     /// - Parameter openFileLimit: the soft RLIMIT_NOFILE the server runs with
     ///   (raised first, see `OpenFileLimit`); flow sockets get what it leaves.
@@ -131,7 +133,7 @@ public struct TunnelServerLaunch: Sendable {
         if options.usersPath != nil || database != nil {
             let users: any LoginDirectory
             if let database {
-                users = DatabaseLogins(database: database)
+                users = database.logins
             } else {
                 do {
                     users = try UserDatabase.load(path: options.usersPath ?? "")
@@ -181,7 +183,7 @@ public struct TunnelServerLaunch: Sendable {
     /// The shared database, when the command line or the file names one; its logins replace a users file.
     private static func database(
         _ options: TunnelServerLaunchOptions, _ server: TunnelServerSettings, environment: [String: String], logger: Logger
-    ) throws -> TunnelDatabase? {
+    ) throws -> (any SharedServerStore)? {
         guard let url = options.databaseURL ?? server.databaseURL else {
             guard options.databasePasswordFile == nil else { throw TunnelServerLaunchError.invalidOption("--database-password-file needs --database") }
             return nil
@@ -190,10 +192,11 @@ public struct TunnelServerLaunch: Sendable {
             throw TunnelServerLaunchError.invalidOption(
                 "--users and --database both name where logins are: with --database they are in the database (tunnel-server passwd --database)")
         }
+        guard let open = options.openSharedStore else {
+            throw TunnelServerLaunchError.invalidOption("--database: this build of the server has no database support")
+        }
         do {
-            let location = try DatabaseLocation(parsing: url)
-            let password = try DatabasePassword.read(file: options.databasePasswordFile ?? server.databasePasswordFilePath, environment: environment)
-            return TunnelDatabase(location: location, password: password, logger: logger)
+            return try open(url, options.databasePasswordFile ?? server.databasePasswordFilePath, environment, logger)
         } catch {
             throw TunnelServerLaunchError.invalidOption("\(error)")
         }

@@ -16,7 +16,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
     private let metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)?
     private let ipLayerIsRequired: Bool
     /// Shared with the other servers: connected and migrated before anything listens.
-    private let database: TunnelDatabase?
+    private let database: (any SharedServerStore)?
 
     /// With `ipLayer`, the server brings up its TUN device first; when it
     /// cannot (not root, no /dev/net/tun), the server stops with that error if
@@ -30,7 +30,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         ipLayer: (configuration: TunnelServerConfiguration, options: ServerIPLayerOptions)? = nil,
         ipLayerIsRequired: Bool = false,
         metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)? = nil,
-        database: TunnelDatabase? = nil,
+        database: (any SharedServerStore)? = nil,
         onListening: @escaping @Sendable (TunnelServer) throws -> Void = { _ in }
     ) {
         self.metricsEndpoint = metricsEndpoint
@@ -50,10 +50,10 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         do {
             try await database.prepare()
         } catch {
-            logger.critical("cannot start: \(error)", metadata: ["database": "\(database.location)"])
+            logger.critical("cannot start: \(error)", metadata: ["database": "\(database)"])
             throw error
         }
-        logger.notice("sharing logins, leases and sessions in \(database.location)", metadata: ["server": "\(database.serverID)"])
+        logger.notice("sharing logins, leases and sessions in \(database)", metadata: ["server": "\(database.serverID)"])
         try await serve()
     }
 

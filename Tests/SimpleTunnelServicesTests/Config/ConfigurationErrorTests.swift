@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import Testing
+@testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
 /// Every way a configuration can be wrong produces a message that names the

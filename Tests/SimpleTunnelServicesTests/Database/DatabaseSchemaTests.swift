@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOPosix
 import Testing
+@testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
 @Suite("Database schema: created and migrated by the servers")

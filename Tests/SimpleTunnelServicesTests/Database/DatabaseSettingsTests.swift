@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
 @Suite("Database settings: --database, its password, the configuration file")
@@ -59,8 +60,15 @@ struct DatabaseSettingsTests {
         options.stateDirectory = NSTemporaryDirectory() + "launch-test-\(UUID().uuidString)"
         options.plaintext = true
         options.databaseURL = "postgres://tunnel@127.0.0.1/shared"
+        // The library alone has no database client: the executable hands in the PostgreSQL opener.
+        #expect {
+            _ = try TunnelServerLaunch.prepare(options, resolvConf: nil, environment: [:])
+        } throws: { error in
+            "\(error)".contains("no database support")
+        }
+        options.openSharedStore = TunnelDatabase.opener
         let launch = try TunnelServerLaunch.prepare(options, resolvConf: nil, environment: [:])
-        #expect(launch.database?.location.database == "shared")
+        #expect((launch.database as? TunnelDatabase)?.location.database == "shared")
         #expect(launch.settings.authentication?.users is DatabaseLogins)
         options.usersPath = "/etc/simpletunnel/users"
         #expect {

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import Testing
+@testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
 /// Servers on loopback sharing one throwaway PostgreSQL, each with an IP

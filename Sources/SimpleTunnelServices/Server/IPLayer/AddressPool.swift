@@ -7,9 +7,15 @@ import NIOConcurrencyHelpers
 public final class AddressPool: Sendable {
     public struct Lease: Sendable, Equatable {
         public let address: IPv4Address
-        let holder: LeaseBook.Holder
+        package let holder: LeaseBook.Holder
         /// The older session of the same client that held the address until now.
-        let replaced: LeaseBook.Holder?
+        package let replaced: LeaseBook.Holder?
+
+        package init(address: IPv4Address, holder: LeaseBook.Holder, replaced: LeaseBook.Holder?) {
+            self.address = address
+            self.holder = holder
+            self.replaced = replaced
+        }
     }
 
     public var range: ClosedRange<IPv4Address> { state.withLockedValue { $0.book.range } }

@@ -6,9 +6,9 @@
 /// old session holding that address instead of colliding with it. Clients
 /// with no identity get the lowest free address. Addresses remembered for
 /// others are handed out only when nothing else is free.
-struct LeaseBook: Sendable, Equatable {
+package struct LeaseBook: Sendable, Equatable {
     /// One holding of an address: by one IP flow of one tunnel.
-    typealias Holder = UInt64
+    package typealias Holder = UInt64
 
     struct Holding: Sendable, Equatable {
         var holder: Holder

@@ -11,7 +11,7 @@ public struct ServerIPLayerOptions: Sendable {
     /// Where the addresses of known clients are remembered across restarts; nil: in memory only.
     public var leaseFile: LeaseFile?
     /// Set: leases and sessions are shared with the other servers in this database, and `leaseFile` is not used.
-    public var database: TunnelDatabase?
+    public var database: (any SharedServerStore)?
     /// Which destinations clients' packets may have: its Deny rules and default denials apply.
     public var destinationPolicy = DestinationPolicy.allowAll
 
@@ -60,7 +60,7 @@ extension ServerIPLayer {
         // The lease file first: a bad one stops the server before anything is changed.
         let addressPool: any AddressLeasing =
             if let database = options.database {
-                DatabaseAddressPool(range: pool, database: database)
+                database.addressLeasing(range: pool)
             } else {
                 try AddressPool(range: pool, file: options.leaseFile, logger: logger)
             }
@@ -82,7 +82,7 @@ extension ServerIPLayer {
         let layer = ServerIPLayer(pool: addressPool, router: router, configuration: configuration, metrics: metrics)
         logger.notice(
             "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound), MTU \(options.mtu)",
-            metadata: ["leases": "\(options.database.map { "\($0.location)" } ?? options.leaseFile?.path ?? "in memory")"]
+            metadata: ["leases": "\(options.database.map { "\($0)" } ?? options.leaseFile?.path ?? "in memory")"]
         )
         return ServerIPLayerHandle(layer: layer, network: network)
     }

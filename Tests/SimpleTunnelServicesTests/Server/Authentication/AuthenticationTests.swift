@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import Prometheus
 import Testing
+@testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
 @Suite("Password authentication")

@@ -1,4 +1,5 @@
 import Foundation
+import SimpleTunnelServices
 
 /// The database password: from `--database-password-file` (its first line;
 /// refused when others may read it), else `PGPASSWORD`, else none (trust or

@@ -2,6 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
+import SimpleTunnelServices
 
 /// Tunnel addresses shared by several servers through the database: one
 /// address per known client across all of them (a client gets its address

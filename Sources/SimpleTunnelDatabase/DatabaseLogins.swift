@@ -1,5 +1,6 @@
 import NIOCore
 import PostgresNIO
+import SimpleTunnelServices
 
 /// The logins of several servers, in the shared database: the same PBKDF2
 /// records as the users file, one row per login. Looked up per login when it

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import SimpleTunnelServices
 
 /// Where the shared database is (`--database postgres://USER@HOST:PORT/DB`),
 /// parsed without a password: a command line is visible to every user of the

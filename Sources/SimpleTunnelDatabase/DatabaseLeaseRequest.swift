@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import SimpleTunnelServices
 
 /// One lease decided in one transaction, serialized across all servers by an
 /// advisory lock: the client's remembered address if this pool holds it, else

@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import SimpleTunnelServices
 
 /// The tables the servers share, created and migrated by whichever server
 /// starts first: each migration runs once, in order, recorded in

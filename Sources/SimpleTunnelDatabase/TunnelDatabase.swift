@@ -3,6 +3,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
+import SimpleTunnelServices
 
 /// The PostgreSQL database that several servers share (`--database`): their
 /// logins, the addresses of known clients and who holds each client's session.

@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import SimpleTunnelServices
 
 /// How a server hears that another server took over one of its sessions: it
 /// LISTENs on one connection kept for that, and a lease transaction that

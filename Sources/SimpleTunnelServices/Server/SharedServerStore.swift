@@ -1,0 +1,24 @@
+import Logging
+
+/// Where several servers share logins, leases and sessions (`--database`).
+/// The library names only this; the PostgreSQL store is `TunnelDatabase` in
+/// SimpleTunnelDatabase, which tunnel-server links and hands in as an opener,
+/// so nothing below the server's executable carries a database client.
+public protocol SharedServerStore: Sendable, CustomStringConvertible {
+    /// This process among the servers sharing the store; logged at start.
+    var serverID: String { get }
+    /// Logins, looked up per attempt (they replace a users file).
+    var logins: any LoginDirectory { get }
+    /// Leases from `range`, shared with the other servers (they replace the lease file).
+    func addressLeasing(range: ClosedRange<IPv4Address>) -> any AddressLeasing
+    /// Runs what the store needs (its connections) until the task is cancelled; start it first.
+    func run() async
+    /// Connects and brings the store's schema up to date; throws when it cannot.
+    func prepare() async throws
+}
+
+/// Opens the store a `--database` address names, with the password from
+/// `passwordFile` (else the environment); throws an error to show as it is.
+public typealias SharedServerStoreOpener = @Sendable (
+    _ address: String, _ passwordFile: String?, _ environment: [String: String], _ logger: Logger
+) throws -> any SharedServerStore
