@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+@testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
 /// A real PostgreSQL (Debian's `postgresql` 15) in a temporary folder,
@@ -103,7 +104,7 @@ final class ThrowawayPostgres: Sendable {
     }
 
     /// Runs a command to its end (as `user` through runuser) from "/", failing with its output.
-    /// posix_spawn rather than Foundation's Process: the server `pg_ctl start` leaves behind inherits
+    /// posix_spawn rather than Foundation's Process: the server `pg_ctl start` leaves behind would inherit
     /// the descriptor Process watches for its child's exit, and waitUntilExit would wait for the server.
     @discardableResult
     static func run(_ command: [String], as user: String?) throws -> String {
@@ -116,6 +117,14 @@ final class ThrowawayPostgres: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of this process: the postgres server would keep the other tests' listening
+        // sockets open for its whole life, and a test server stopped and started again on its port
+        // then found it "already in use".
+        // (glibc 2.34 has it; Swift's Glibc module does not show it.)
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
+            _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
+        }
         let arguments = full.map { strdup($0) } + [nil]
         defer { arguments.forEach { free($0) } }
         var pid: pid_t = 0
