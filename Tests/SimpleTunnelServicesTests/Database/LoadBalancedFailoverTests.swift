@@ -9,7 +9,7 @@ import Testing
 ///                                                       └─ 198.18.22.1 ═ 198.18.22.2 server B ns
 ///     each server: TUN stun0, 10.90.0.1; pool 10.90.0.2-10.90.0.3, pushed route 10.90.0.0/24
 final class LoadBalancedLab {
-    let lab = NetworkNamespaceLab()
+    let lab: NetworkNamespaceLab
     let pki: TestPKI
     let postgres: ThrowawayPostgres
     let directory: String
@@ -22,18 +22,31 @@ final class LoadBalancedLab {
             && TestRequirements.met(FileManager.default.isExecutableFile(atPath: "/usr/sbin/haproxy"), "Debian's haproxy (apt-get install haproxy)")
     }
 
+    /// A setup step that fails leaves nothing behind: no namespace, and no PostgreSQL server running on.
     init() throws {
-        pki = try TestPKI()
-        postgres = try ThrowawayPostgres.start()
-        directory = NSTemporaryDirectory() + "failover-lab-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        client = try lab.makeNamespace()
-        balancer = try lab.makeNamespace()
-        servers = [try lab.makeNamespace(), try lab.makeNamespace()]
-        try lab.addVethPair((client, "uplink", "198.18.1.2/24"), (balancer, "to-client", "198.18.1.1/24"))
-        for (index, server) in servers.enumerated() {
-            try lab.addVethPair((balancer, "to-srv\(index)", "198.18.\(21 + index).1/24"), (server, "uplink", "198.18.\(21 + index).2/24"))
+        let lab = NetworkNamespaceLab()
+        let pki = try TestPKI()
+        var postgres: ThrowawayPostgres?
+        do {
+            postgres = try ThrowawayPostgres.start()
+            directory = NSTemporaryDirectory() + "failover-lab-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            client = try lab.makeNamespace()
+            balancer = try lab.makeNamespace()
+            servers = [try lab.makeNamespace(), try lab.makeNamespace()]
+            try lab.addVethPair((client, "uplink", "198.18.1.2/24"), (balancer, "to-client", "198.18.1.1/24"))
+            for (index, server) in servers.enumerated() {
+                try lab.addVethPair((balancer, "to-srv\(index)", "198.18.\(21 + index).1/24"), (server, "uplink", "198.18.\(21 + index).2/24"))
+            }
+        } catch {
+            lab.cleanup()
+            pki.remove()
+            postgres?.remove()
+            throw error
         }
+        self.lab = lab
+        self.pki = pki
+        self.postgres = try #require(postgres)
     }
 
     func addLogin(_ login: String, password: String) throws {

@@ -67,11 +67,13 @@ final class NetworkNamespaceLab: @unchecked Sendable {
     /// root one), addressed and up. Names only need to be unique per namespace.
     func addVethPair(_ first: (namespace: String, device: String, address: String),
                      _ second: (namespace: String, device: String, address: String)) throws {
+        // The kernel may hold these behind the clean-up of namespaces other tests just deleted: give them time.
+        let patience = Duration.seconds(60)
         _ = try runner.runChecked(["ip", "-n", first.namespace, "link", "add", first.device, "type", "veth",
-                                   "peer", "name", second.device, "netns", second.namespace])
+                                   "peer", "name", second.device, "netns", second.namespace], timeout: patience)
         for end in [first, second] {
-            _ = try runner.runChecked(["ip", "-n", end.namespace, "address", "add", end.address, "dev", end.device])
-            _ = try runner.runChecked(["ip", "-n", end.namespace, "link", "set", end.device, "up"])
+            _ = try runner.runChecked(["ip", "-n", end.namespace, "address", "add", end.address, "dev", end.device], timeout: patience)
+            _ = try runner.runChecked(["ip", "-n", end.namespace, "link", "set", end.device, "up"], timeout: patience)
         }
     }
 
