@@ -52,32 +52,34 @@ class Failure(Exception):
     pass
 
 
+def readme_text():
+    with open(README) as readme:
+        return readme.read()
+
+
 def readme_commands():
     """Every command of the README's sh blocks: continuation lines joined, comments dropped."""
     commands, block, pending = [], False, ""
-    with open(README) as readme:
-        for line in readme:
-            line = line.rstrip("\n")
-            if line.startswith("```"):
-                block = line.strip() == "```sh" if not block else False
-                continue
-            if not block:
-                continue
-            text = pending + line.strip()
-            if text.endswith("\\"):
-                pending = text[:-1].rstrip() + " "
-                continue
-            pending = ""
-            if text and not text.startswith("#"):
-                commands.append(text)
+    for line in readme_text().splitlines():
+        if line.startswith("```"):
+            block = line.strip() == "```sh" if not block else False
+            continue
+        if not block:
+            continue
+        text = pending + line.strip()
+        if text.endswith("\\"):
+            pending = text[:-1].rstrip() + " "
+            continue
+        pending = ""
+        if text and not text.startswith("#"):
+            commands.append(text)
     return commands
 
 
 def mentioned(text):
     """A command the README names in its prose (in backticks), returned as it is there."""
-    with open(README) as readme:
-        if f"`{text}" not in readme.read():
-            raise Failure(f"README.md no longer mentions `{text}`; update .ci/readme.py")
+    if f"`{text}" not in readme_text():
+        raise Failure(f"README.md no longer mentions `{text}`; update .ci/readme.py")
     return text
 
 
@@ -286,9 +288,7 @@ def first_run(run, commands):
 
 def certificates_and_vpn(run, commands):
     """The openssl recipe and server.plist, then the VPN's server and client in this namespace."""
-    with open(README) as readme:
-        text = readme.read()
-    recipe = re.search(r"```sh\n(openssl req -x509.*?\nEOF\n)```", text, re.S)
+    recipe = re.search(r"```sh\n(openssl req -x509.*?\nEOF\n)```", readme_text(), re.S)
     if not recipe:
         raise Failure("README.md has no CA recipe block starting with 'openssl req -x509'")
     run.shell(recipe.group(1))
@@ -349,13 +349,13 @@ def logins_and_metrics(run, commands):
     json.loads(run.shell(environment_login.replace("SIMPLETUNNEL_PASSWORD=... ", ""), extra={"SIMPLETUNNEL_PASSWORD": PASSWORD}))
     run.stop(server)
 
-    metrics_flag = re.search(r"`(tunnel-server --metrics 127\.0\.0\.1:9464)`", open(README).read())
+    metrics_flag = re.search(r"`(tunnel-server --metrics 127\.0\.0\.1:9464)`", readme_text())
     if not metrics_flag:
         raise Failure("README.md no longer shows `tunnel-server --metrics 127.0.0.1:9464`")
     server, _ = run.start(metrics_flag.group(1), lambda log: "listening on 127.0.0.1:4433" in log, "metrics-server")
     metrics = eventually(lambda: (lambda m: m if "simpletunnel_tunnels" in m else None)(
         run.shell("curl -s http://127.0.0.1:9464/metrics")), "the metrics page")
-    for name in re.findall(r"`(simpletunnel_\w+)", open(README).read()):
+    for name in re.findall(r"`(simpletunnel_\w+)", readme_text()):
         if name not in metrics:
             raise Failure(f"the README names {name}, which /metrics does not serve:\n{metrics}")
     run.stop(server)

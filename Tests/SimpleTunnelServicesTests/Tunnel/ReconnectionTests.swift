@@ -37,19 +37,9 @@ struct ReconnectionTests {
             return try await TunnelServer.start(settings: settings, group: group, logger: TunnelFixture.logger)
         }
 
-        /// Binds the port again; a listener just closed may hold it a moment longer, so a refused bind is retried for a few seconds.
         func start() async throws {
-            var attempt = 0
-            while true {
-                do {
-                    let server = try await Self.startServer(port: port, group: group, identity: identity, users: users)
-                    running.withLockedValue { $0 = server }
-                    return
-                } catch where attempt < 50 {
-                    attempt += 1
-                    try await Task.sleep(for: .milliseconds(100))
-                }
-            }
+            let server = try await Self.startServer(port: port, group: group, identity: identity, users: users)
+            running.withLockedValue { $0 = server }
         }
 
         func stop() async {
