@@ -19,7 +19,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate)
+    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate FuzzNames)
 fi
 configuration=${FUZZ_CONFIGURATION:-release}
 
@@ -44,15 +44,17 @@ seeds() {
         FuzzFrameDecoder|FuzzAuthenticationGate) echo ../Fixtures/valid ../Fixtures/invalid "$heavy" ;;
         FuzzXMLPropertyList) echo ../Fixtures/cf-source ../Examples ;;
         FuzzSOCKS5) echo Seeds/socks5 ;;
+        FuzzNames) echo Seeds/names ;;
         *) echo "unknown target $1" >&2; exit 2 ;;
     esac
 }
 
-# A frame is at most 128 KiB; the other inputs are small.
+# A frame is at most 128 KiB; the other inputs are small (a host or login: 512 bytes covers every limit twice).
 maximum_length() {
     case "$1" in
         FuzzFrameDecoder|FuzzAuthenticationGate) echo 132000 ;;
         FuzzXMLPropertyList) echo 65536 ;;
+        FuzzNames) echo 512 ;;
         *) echo 4096 ;;
     esac
 }

@@ -46,7 +46,7 @@ struct Passwd: AsyncParsableCommand {
         }
         guard let login else { throw ValidationError("give the login to add (or to --remove), or --list") }
         guard UserDatabase.isValidLogin(login) else {
-            throw ValidationError("login \"\(login)\" must be 1 to 64 characters without ':' or spaces")
+            throw ValidationError("login \(PeerText.quoted(login, limit: 64)) must be 1 to 64 characters without ':', spaces or control characters")
         }
         guard iterations >= PasswordHash.minimumIterations else {
             throw ValidationError("--iterations \(iterations): at least \(PasswordHash.minimumIterations)")

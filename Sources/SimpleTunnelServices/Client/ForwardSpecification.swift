@@ -34,8 +34,8 @@ public struct ForwardSpecification: Sendable, Hashable, CustomStringConvertible 
         guard let port = Int(values[2]), (1...65535).contains(port) else {
             throw ForwardSpecificationError(text: text, reason: "destination port \"\(values[2])\" is not a number from 1 to 65535")
         }
-        guard !values[1].isEmpty, values[1].utf8.count <= TunnelWireLimits.maximumHostLength else {
-            throw ForwardSpecificationError(text: text, reason: "the destination host must be 1 to \(TunnelWireLimits.maximumHostLength) bytes")
+        if let problem = TunnelHostSyntax.problem(with: values[1]) {
+            throw ForwardSpecificationError(text: text, reason: "the destination host is not a DNS name or an IP literal: \(problem)")
         }
         guard !bindHost.isEmpty else {
             throw ForwardSpecificationError(text: text, reason: "the bind address is empty")

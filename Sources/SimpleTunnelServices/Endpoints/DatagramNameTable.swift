@@ -12,9 +12,8 @@ struct DatagramNameTable {
         let port: Int
 
         init(_ endpoint: TunnelEndpoint) {
-            // Per datagram: a lowercased copy only when there is a capital to fold.
-            let hasCapital = endpoint.host.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
-            host = hasCapital ? endpoint.host.lowercased() : endpoint.host
+            // Folded as the policy folds it (ASCII only), so two spellings share an entry only when DNS would too.
+            host = HostName.normalised(endpoint.host)
             port = endpoint.port
         }
     }

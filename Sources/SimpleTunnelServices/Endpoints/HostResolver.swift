@@ -40,6 +40,10 @@ public struct HostResolver: NameResolver {
 
     /// The addresses of `host` (or the literal itself), IPv4 and IPv6, in the resolver's order.
     public func resolve(host: String, port: Int, kind: SocketKind, on eventLoop: EventLoop) -> EventLoopFuture<[SocketAddress]> {
+        // getaddrinfo would read only up to a NUL, inet_aton only up to a space: such a host is looked up as nothing at all.
+        if let problem = TunnelHostSyntax.problem(with: host) {
+            return eventLoop.makeFailedFuture(Failure.noSuchHost(host: PeerText.quoted(host, limit: 64), reason: problem))
+        }
         if let literal = try? SocketAddress(ipAddress: TunnelEndpoint.unbracketed(host), port: port) {
             return eventLoop.makeSucceededFuture([literal])
         }

@@ -137,14 +137,14 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
             receivedAny = true
             firstMessageTimer?.cancel()
             firstMessageTimer = nil
-            logger[metadataKey: "login"] = "\(authenticated.login)"
+            logger[metadataKey: "login"] = "\(PeerText.quoted(authenticated.login))"
             multiplexer?.logger = logger
         }
         if let session = (event as? TLSSessionEstablishedEvent)?.session {
             // Every later line of this tunnel names who is at the other end.
             logger[metadataKey: "tls"] = "\(session.protocolVersion) \(session.cipher)"
             if let subject = session.peerCertificateSubject, session.peerCertificateVerified {
-                logger[metadataKey: "tls-subject"] = "\(subject)"
+                logger[metadataKey: "tls-subject"] = "\(PeerText.quoted(subject, limit: 256))"
             }
             multiplexer?.logger = logger
             logger.info("TLS established")

@@ -9,6 +9,7 @@ extension TunnelMultiplexer {
         case .message(let message):
             receive(message)
         case .rejected(let error):
+            if error.disposition != .ignore { metrics?.malformedMessage() }
             switch error.disposition {
             case .openFailure(let identifier):
                 peerNotice("refusing malformed open", metadata: ["flow": "\(identifier)", "reason": "\(error)"])

@@ -11,6 +11,9 @@ public protocol TunnelMultiplexerMetrics: Sendable {
     func bytesToPeer(_ count: Int)
     /// IP packets dropped because the tunnel's queue for them was full.
     func packetsDroppedForCongestion(count: Int)
+    /// A message from the peer that could not be acted on (a bad `host`, a
+    /// missing key), dropped or answered as PROTOCOL.md B5 says.
+    func malformedMessage()
 }
 
 /// What a flow carries, as it is counted.

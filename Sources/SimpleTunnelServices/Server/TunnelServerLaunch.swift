@@ -70,8 +70,11 @@ public struct TunnelServerLaunch: Sendable {
 
     /// - Parameter openFileLimit: the soft RLIMIT_NOFILE the server runs with
     ///   (raised first, see `OpenFileLimit`); flow sockets get what it leaves.
+    /// - Parameter ownAddresses: this machine's interface addresses, closed to
+    ///   flows on a public listener (`OwnAddressGuard`).
     public static func prepare(
         _ options: TunnelServerLaunchOptions, resolvConf: String?, openFileLimit: Int = OpenFileLimit.current()?.soft ?? 1024,
+        ownAddresses: LocalInterfaceAddresses = LocalInterfaceAddresses(),
         environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "tunnel-server")
     ) throws -> TunnelServerLaunch {
         var configuration: TunnelServerConfiguration
@@ -124,7 +127,7 @@ public struct TunnelServerLaunch: Sendable {
             asked: options.maximumFlowSockets ?? limits.flowSockets, openFileLimit: openFileLimit, maximumTunnels: settings.maximumTunnels,
             maximumFlowsPerTunnel: settings.multiplexerLimits.maximumFlows)
         settings.opener.socketBudget = budget
-        settings.opener.authorizer = policy
+        settings.opener.authorizer = loopback ? policy : OwnAddressGuard(policy: policy, ownAddresses: ownAddresses)
         settings.clientConfiguration = configuration.configurationForFetch()
         settings.dns = DNSForwarder(
             resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)), sockets: settings.opener.socketBudget.makeServerAccount())
@@ -205,7 +208,8 @@ public struct TunnelServerLaunch: Sendable {
     static func policyNote(host: String, loopback: Bool) -> String {
         loopback
             ? "destination policy: listening on loopback (\(host)), so clients may reach this machine's loopback services unless a Deny rule refuses them"
-            : "destination policy: listening on \(host), so clients may not reach this machine's loopback (127.0.0.0/8, ::1, 0.0.0.0/8, ::), "
+            : "destination policy: listening on \(host), so clients' flows may not reach this machine's own addresses "
+                + "(every interface's, the TUN device's included), its loopback (127.0.0.0/8, ::1, 0.0.0.0/8, ::), "
                 + "link-local addresses (169.254.0.0/16, fe80::/10) or the cloud metadata service (169.254.169.254, fd00:ec2::254) "
                 + "unless an --allow address rule opens them"
     }

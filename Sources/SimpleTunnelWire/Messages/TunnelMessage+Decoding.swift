@@ -138,10 +138,12 @@ private struct MessageFields {
         case (nil, nil) where !isRequired:
             return nil
         case (let host?, let port?):
-            guard !host.isEmpty, host.utf8.count <= TunnelWireLimits.maximumHostLength else {
-                throw error(.invalidValue, .host, "`host` must be 1 to \(TunnelWireLimits.maximumHostLength) bytes, got \(host.utf8.count)")
+            // Checked here, once: the policy, the resolver and the log then all see the same host.
+            do {
+                return try TunnelEndpoint(validatingHost: host, port: port)
+            } catch {
+                throw self.error(.invalidValue, .host, "`host`: \(error)")
             }
-            return TunnelEndpoint(host: host, port: port)
         case (nil, _):
             throw error(.missingKey, .host, "`host` is missing")
         case (_, nil):

@@ -43,3 +43,29 @@ struct DestinationPolicySocketTests {
         #expect(try await Self.results(policy, hosts: hosts) == Self.all(hosts, .refused))
     }
 }
+
+/// The server's own addresses as a client meets them on a public listener:
+/// here loopback stands in for them (the policy alone would allow it), so a
+/// refusal can only be the guard's.
+@Suite("Destination policy on real sockets: the server's own addresses", .timeLimit(.minutes(1)))
+struct OwnAddressSocketTests {
+    @Test func anOpenToTheServersOwnAddressIsRefusedUntilAnAllowAddressRuleOpensIt() async throws {
+        let own = LocalInterfaceAddresses { Set([IPAddress("127.0.0.1")].compactMap { $0 }) }
+        let hosts = ["127.0.0.1", "::ffff:127.0.0.1"]
+        let guarded = OwnAddressGuard(policy: .allowAll, ownAddresses: own)
+        #expect(try await Self.results(guarded, hosts: hosts) == DestinationPolicySocketTests.all(hosts, .refused))
+        #expect(try await Self.results(DestinationPolicy.allowAll, hosts: hosts) == DestinationPolicySocketTests.all(hosts, .success))
+    }
+
+    static func results(_ authorizer: any DestinationAuthorizer, hosts: [String]) async throws -> [String: TunnelConnectionOpenResult] {
+        let fixture = try await RawServerFixture.start { $0.opener.authorizer = authorizer }
+        let peer = try await fixture.peer()
+        var results: [String: TunnelConnectionOpenResult] = [:]
+        for (index, host) in hosts.enumerated() {
+            results[host] = try await ServerProtocolTests().open(peer, Int64(index + 1), host, fixture.echoPort)
+        }
+        await peer.close()
+        await fixture.stop()
+        return results
+    }
+}

@@ -21,7 +21,8 @@ struct TunnelMessageTests {
         .close(identifier: 9, direction: .all),
         .dns(identifier: 4, packet: ByteBuffer(hex: "abcd0100"), source: nil),
         .dns(identifier: 4, packet: ByteBuffer(hex: "abcd8180"), source: "127.0.0.53:53"),
-        .open(identifier: 5, request: .tcp(TunnelEndpoint(host: "bücher.example", port: 443))),
+        // A name travels as its IDNA A-label; text beyond ASCII (UTF-16 on the wire) is in the login and password.
+        .open(identifier: 5, request: .tcp(TunnelEndpoint(host: "xn--bcher-kva.example", port: 443))),
         .open(identifier: 6, request: .udp),
         .open(identifier: 7, request: .ip),
         .openResult(identifier: 7, result: .success, configuration: configuration),
@@ -33,7 +34,7 @@ struct TunnelMessageTests {
         ]),
         .fetchConfiguration(identifier: 0),
         .fetchConfiguration(identifier: 0, configuration: configuration),
-        .authenticate(login: "alice", password: "correct horse 🐎"),
+        .authenticate(login: "jürgen", password: "correct horse 🐎"),
         .authenticateResult(.refused),
     ]
 

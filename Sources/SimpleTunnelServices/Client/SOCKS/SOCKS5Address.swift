@@ -96,10 +96,10 @@ struct SOCKS5Address: Hashable, Sendable {
         return SOCKS5Address(type: type, addressBytes: addressBytes, port: port)
     }
 
-    /// Valid UTF-8 without spaces or control characters: a name the tunnel
-    /// server can look up, and one that logs safely.
+    /// A DNS name or an IP literal (`TunnelHostSyntax`): what the tunnel
+    /// server accepts as a `host`, and one that logs safely.
     private static func isAcceptableDomainName(_ bytes: [UInt8]) -> Bool {
-        guard bytes.allSatisfy({ $0 > 0x20 && $0 != 0x7F }) else { return false }
-        return String(validating: bytes, as: UTF8.self) != nil
+        guard let name = String(validating: bytes, as: UTF8.self) else { return false }
+        return TunnelHostSyntax.isValid(name)
     }
 }

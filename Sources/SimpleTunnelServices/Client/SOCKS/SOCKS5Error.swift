@@ -68,7 +68,7 @@ public enum SOCKS5Error: Error, Hashable, Sendable, CustomStringConvertible {
         case .emptyDomainName:
             return "SOCKS client sent an empty domain name as the destination"
         case .malformedDomainName:
-            return "SOCKS client sent a domain name that is not UTF-8 or contains spaces or control characters"
+            return "SOCKS client sent a domain name that is not a DNS name or an IP literal of at most 253 bytes (no spaces, control characters or non-ASCII; IDNA names as xn-- labels)"
         case .tooMuchDataBeforeReply(let limit):
             return "SOCKS client sent more than \(limit) bytes before the proxy answered its request; "
                 + "the connection was closed to bound memory (the client should wait for the reply before sending more)"

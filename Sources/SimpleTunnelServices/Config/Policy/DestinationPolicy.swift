@@ -64,6 +64,10 @@ public struct DestinationPolicy: Sendable, Hashable {
     /// Stage 1, before resolution. A host that is an IP literal (IPv6 with or
     /// without brackets) is judged completely here, by address.
     public func decision(forHost host: String, port: Int) -> PolicyDecision {
+        // The decoder already refuses these; a host that reaches here otherwise must not mean less to the resolver than to the rules.
+        if let problem = TunnelHostSyntax.problem(with: host) {
+            return .refused(reason: "\(PeerText.quoted(host, limit: 64)) is not a DNS name or an IP literal: \(problem)")
+        }
         if let address = Self.literalAddress(host) {
             return decision(forAddress: address, port: port, requestedHost: host)
         }
@@ -84,6 +88,9 @@ public struct DestinationPolicy: Sendable, Hashable {
 
     /// Stage 2, for each address `requestedHost` resolved to: the final verdict.
     public func decision(forAddress address: IPAddress, port: Int, requestedHost: String) -> PolicyDecision {
+        if let problem = TunnelHostSyntax.problem(with: requestedHost) {
+            return .refused(reason: "\(PeerText.quoted(requestedHost, limit: 64)) is not a DNS name or an IP literal: \(problem)")
+        }
         let address = address.unmapped
         let alias = address.loopbackAlias
         let name = Self.literalAddress(requestedHost) == nil ? HostName.normalised(requestedHost) : nil
@@ -111,6 +118,13 @@ public struct DestinationPolicy: Sendable, Hashable {
             return .allowed
         }
         return .refused(reason: "no Allow rule matches \(destination())")
+    }
+
+    /// Whether an Allow *address* rule names `address` on `port`: what opens
+    /// a default denial (names and `*` never do).
+    public func opens(address: IPAddress, port: Int) -> Bool {
+        let address = address.unmapped
+        return allowRules.contains { $0.isAddressRule && $0.matches(address: address, port: port) }
     }
 
     /// Stage 2 for a resolved socket address, whose port is the destination port.

@@ -1,8 +1,12 @@
 /// Host names as the policy compares them: lowercased, without the trailing
 /// dot of a fully qualified name (`DB.Internal.` and `db.internal` are one host).
 enum HostName {
+    /// ASCII letters only are folded, as DNS folds them: Unicode folding would
+    /// make a rule for `key.example.com` match a host spelled with the Kelvin
+    /// sign, which the resolver looks up as another name.
     static func normalised(_ name: some StringProtocol) -> String {
-        var name = name.lowercased()
+        let hasCapital = name.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+        var name = hasCapital ? String(decoding: name.utf8.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self) : String(name)
         if name.hasSuffix(".") { name.removeLast() }
         return name
     }

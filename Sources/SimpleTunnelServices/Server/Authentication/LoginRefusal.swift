@@ -5,6 +5,7 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
     case rateLimited = "rate_limited"
     case busy
     case oversized
+    case malformedLogin = "malformed_login"
     case directoryUnavailable = "login_directory_unavailable"
 
     /// Whether the peer is told its login was refused before the tunnel closes. Not when
@@ -13,7 +14,7 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
     var isAnswered: Bool {
         switch self {
         case .notFirst, .busy, .directoryUnavailable: return false
-        case .rateLimited, .oversized: return true
+        case .rateLimited, .oversized, .malformedLogin: return true
         }
     }
 
@@ -23,6 +24,7 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
         case .rateLimited: return "too many failed logins from one address; try again later"
         case .busy: return "too many logins are being checked"
         case .oversized: return "the login, or what followed it before the answer, was too large"
+        case .malformedLogin: return "the login is not one passwd could have made (1 to 64 characters, no ':', spaces or control characters)"
         case .directoryUnavailable: return "the logins cannot be looked up (the database is unreachable); the client will retry"
         }
     }

@@ -82,6 +82,10 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
             guard password.utf8.count <= Self.maximumPasswordBytes else {
                 return refuse(context: context, login: login, .oversized)
             }
+            // Not a login `passwd` could have made: a failed attempt (counted, as the limiter began it), never looked up.
+            guard TunnelLoginSyntax.isValid(login) else {
+                return refuse(context: context, login: login, .malformedLogin)
+            }
             state = .verifying(pending: PendingLoginMessages())
             let checker = self.checker
             let source = self.source
@@ -122,7 +126,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     private func accept(context: ChannelHandlerContext, login: String) {
         guard case .verifying(let pending) = state else { return }
         state = .accepted
-        logger.info("login accepted", metadata: ["login": "\(login)"])
+        logger.info("login accepted", metadata: ["login": "\(PeerText.quoted(login))"])
         peer?.loggedIn(as: login)
         context.writeAndFlush(wrapOutboundOut(.authenticateResult(.success)), promise: nil)
         context.fireUserInboundEventTriggered(TunnelAuthenticatedEvent(login: login))
@@ -142,7 +146,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     /// A refusal a peer can cause without a hash: logged through the server's throttle.
     private func refuse(context: ChannelHandlerContext, login: String?, _ refusal: LoginRefusal, detail: String? = nil) {
         var metadata: Logger.Metadata = ["source": "\(source)"]
-        if let login { metadata["login"] = "\(login)" }
+        if let login { metadata["login"] = "\(PeerText.quoted(login))" }
         if let detail { metadata["detail"] = "\(detail)" }
         refusals.note(refusal, metadata: metadata)
         close(context: context, loginRefused: refusal.isAnswered)
@@ -150,7 +154,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
 
     /// A refusal after a hash ran: each is logged.
     private func refuse(context: ChannelHandlerContext, login: String, reason: String) {
-        logger.notice("login refused", metadata: ["reason": "\(reason)", "source": "\(source)", "login": "\(login)"])
+        logger.notice("login refused", metadata: ["reason": "\(reason)", "source": "\(source)", "login": "\(PeerText.quoted(login))"])
         close(context: context, loginRefused: true)
     }
 

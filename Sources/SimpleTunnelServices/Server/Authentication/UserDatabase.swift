@@ -24,7 +24,7 @@ public struct UserDatabase: Sendable, Hashable {
             }
             let login = String(line[..<colon])
             guard Self.isValidLogin(login) else {
-                throw .malformedLine(path: path, line: index + 1, reason: "login \"\(login)\" must be 1 to 64 characters without ':' or spaces")
+                throw .malformedLine(path: path, line: index + 1, reason: "login \(PeerText.quoted(login, limit: 64)) must be 1 to 64 characters without ':', spaces or control characters")
             }
             do {
                 users[login] = try PasswordHash(parsing: line[line.index(after: colon)...])
@@ -45,8 +45,9 @@ public struct UserDatabase: Sendable, Hashable {
         return try UserDatabase(parsing: text, path: path)
     }
 
+    /// The one rule for logins, shared with the wire (`TunnelLoginSyntax`).
     public static func isValidLogin(_ login: String) -> Bool {
-        (1...64).contains(login.count) && !login.contains(where: { $0 == ":" || $0.isWhitespace || $0.isNewline })
+        TunnelLoginSyntax.isValid(login)
     }
 
     /// Adds or replaces a user.

@@ -3,4 +3,5 @@ extension TunnelServerMetrics: TunnelMultiplexerMetrics {
     public func bytesFromPeer(_ count: Int) { bytesFromClients.increment(by: count) }
     public func bytesToPeer(_ count: Int) { bytesToClients.increment(by: count) }
     public func packetsDroppedForCongestion(count: Int) { droppedPackets(.congested, count: count) }
+    public func malformedMessage() { malformedMessages.increment() }
 }

@@ -8,6 +8,8 @@ public struct TunnelServerMetrics: Sendable {
     let bytesFromClients: Counter
     let bytesToClients: Counter
     let authenticationFailures: Counter
+    /// Messages from clients that could not be acted on (PROTOCOL.md B5).
+    let malformedMessages: Counter
     let leases: Meter
     private let flows: [TunnelFlowKind: Meter]
     private let openResults: [TunnelConnectionOpenResult: Counter]
@@ -28,6 +30,7 @@ public struct TunnelServerMetrics: Sendable {
         bytesFromClients = Counter(label: "simpletunnel_bytes_total", dimensions: [("direction", "from_clients")], factory: factory)
         bytesToClients = Counter(label: "simpletunnel_bytes_total", dimensions: [("direction", "to_clients")], factory: factory)
         authenticationFailures = Counter(label: "simpletunnel_authentication_failures_total", factory: factory)
+        malformedMessages = Counter(label: "simpletunnel_malformed_messages_total", factory: factory)
         leases = Meter(label: "simpletunnel_leases", factory: factory)
         flows = [
             .tcp: Meter(label: "simpletunnel_flows", dimensions: [("kind", "tcp")], factory: factory),

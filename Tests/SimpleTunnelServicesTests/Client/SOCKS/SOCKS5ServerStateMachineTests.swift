@@ -41,13 +41,22 @@ struct SOCKS5ServerStateMachineTests {
     }
 
     @Test(arguments: [ByteStreamCut.allAtOnce, .byteByByte])
-    func connectToADomainNameOf255Bytes(cut: ByteStreamCut) {
+    func connectToADomainNameOf253Bytes(cut: ByteStreamCut) {
         let name = String(repeating: "a", count: 63) + "." + String(repeating: "b", count: 63) + "."
-            + String(repeating: "c", count: 63) + "." + String(repeating: "d", count: 63)
-        #expect(name.utf8.count == 255)
+            + String(repeating: "c", count: 63) + "." + String(repeating: "d", count: 61)
+        #expect(name.utf8.count == 253)
         var machine = SOCKS5ServerStateMachine()
         let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectDomain(name, port: 443)), cut)
         #expect(actions == [Self.acceptedGreeting, .request(.connect(TunnelEndpoint(host: name, port: 443)))])
+    }
+
+    /// SOCKS can carry 255 bytes, the tunnel's `host` 253 (a DNS name's limit): refused here, not by the server.
+    @Test func aDomainNameLongerThanTheTunnelCarriesIsRefused() {
+        let name = String(repeating: "a", count: 63) + "." + String(repeating: "b", count: 63) + "."
+            + String(repeating: "c", count: 63) + "." + String(repeating: "d", count: 63)
+        var machine = SOCKS5ServerStateMachine()
+        let actions = machine.receive(Bytes.glued(Bytes.noAuthenticationGreeting, Bytes.connectDomain(name, port: 443)), .allAtOnce)
+        #expect(actions.last == .fail(.malformedDomainName, replyBytes: Bytes.reply(0x01)))
     }
 
     @Test func aDomainNameThatIsAnIPv6LiteralIsNormalised() {
@@ -277,7 +286,7 @@ struct SOCKS5ServerStateMachineTests {
         #expect(actions.last == .fail(.emptyDomainName, replyBytes: Bytes.reply(0x01)))
     }
 
-    @Test(arguments: [[UInt8(ascii: "a"), 0x00, UInt8(ascii: "b")], Array("a b".utf8), [0xC3, 0x28], [0x0A]])
+    @Test(arguments: [[UInt8(ascii: "a"), 0x00, UInt8(ascii: "b")], Array("a b".utf8), [0xC3, 0x28], [0x0A], Array("127.0.0.1\u{0}.example.com".utf8), Array("a..b".utf8)])
     func refusesDomainNamesThatAreNotPrintableUTF8(name: [UInt8]) {
         var machine = SOCKS5ServerStateMachine()
         let request = Bytes.request(addressType: 0x03, address: name, port: 80)
