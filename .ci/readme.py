@@ -257,7 +257,7 @@ def first_run(run, commands):
     """Run it: the server with no arguments, then config, forward and socks with its fingerprint."""
     server_text = run.adapt(command("swift run tunnel-server", commands), [])
     server, log = run.start(server_text, lambda log: "connect with:" in log, "server")
-    match = re.search(r"connect with: (tunnel-client config --server 127\.0\.0\.1:4433 --pin-sha256 ([0-9a-f]{64}))", log)
+    match = re.search(r"connect with: ((?:swift run )?tunnel-client config --server 127\.0\.0\.1:4433 --pin-sha256 ([0-9a-f]{64}))", log)
     if not match or "no IP layer" not in log:
         raise Failure(f"the first run's log is not as the README shows:\n{log}")
     hex_pin = match.group(2)

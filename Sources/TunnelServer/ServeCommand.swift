@@ -13,15 +13,10 @@ struct Serve: AsyncParsableCommand {
         discussion: """
             With no arguments it listens on 127.0.0.1:4433 with a generated self-signed \
             certificate (its SHA-256 fingerprint is printed with a ready-to-paste client command) \
-            and the built-in configuration. Apple's form `tunnel-server <port> <config-file>` works too.
+            and the built-in configuration. Apple's form `tunnel-server <port> <config-file>` works too \
+            (it means --port <port> --config <config-file>).
             """
     )
-
-    @Argument(help: "Port to listen on (Apple's form: tunnel-server <port> <config-file>).")
-    var positionalPort: Int?
-
-    @Argument(help: "Server configuration property list (Apple's form).")
-    var positionalConfiguration: String?
 
     @Option(help: "Address to listen on. Default 127.0.0.1.")
     var host: String?
@@ -157,12 +152,6 @@ struct Serve: AsyncParsableCommand {
         if noIPLayer, tun != nil {
             throw ValidationError("--tun asks for the IP layer and --no-ip-layer turns it off: give one")
         }
-        if positionalPort != nil, port != nil {
-            throw ValidationError("give the port either as an argument or with --port, not both")
-        }
-        if positionalConfiguration != nil, config != nil {
-            throw ValidationError("give the configuration either as an argument or with --config, not both")
-        }
     }
 
     func run() async throws {
@@ -176,8 +165,8 @@ struct Serve: AsyncParsableCommand {
 
         var options = TunnelServerLaunchOptions()
         options.host = host
-        options.port = port ?? positionalPort
-        options.configurationPath = config ?? positionalConfiguration
+        options.port = port
+        options.configurationPath = config
         options.certificatePath = cert
         options.privateKeyPath = key
         options.clientCAPath = clientCA
@@ -245,7 +234,7 @@ struct Serve: AsyncParsableCommand {
         ipOptions.leaseFile = LeaseFile(path: (stateDirectory ?? SelfSignedIdentity.defaultDirectory()) + "/" + LeaseFile.defaultName)
         ipOptions.database = launch.database
         // The host's network changes only when asked: --tun, or a configuration file with a pool.
-        let ipLayerAsked = tun != nil || ((config ?? positionalConfiguration) != nil && launch.configuration.poolIsConfigured)
+        let ipLayerAsked = tun != nil || (config != nil && launch.configuration.poolIsConfigured)
         let useIPLayer = ipLayerAsked && !noIPLayer
         if !useIPLayer && !noIPLayer {
             logger.notice("no IP layer (IP tunnels are refused): give --tun, or a --config with an IPv4 pool, to start one")
@@ -265,7 +254,11 @@ struct Serve: AsyncParsableCommand {
                 logger.notice(
                     "self-signed certificate \(identity.wasCreated ? "created" : "loaded") in \(identity.directory), SHA-256 \(identity.sha256FingerprintHex)"
                 )
-                logger.notice("connect with: \(identity.clientCommandLine(subcommand: "config", host: launch.settings.host, port: port))")
+                let hint = ClientCommandHint.make(
+                    pinSHA256: identity.sha256FingerprintHex, listenHost: launch.settings.host, port: port,
+                    requiresLogin: launch.settings.authentication != nil, interfaceAddresses: LocalInterfaceAddresses.systemAddresses(),
+                    runFromBuildFolder: CommandLine.arguments.first.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path.contains("/.build/") } ?? false)
+                logger.notice("connect with: \(hint.command)\(hint.note.map { " (\($0))" } ?? "")")
             }
             if let account {
                 // Undoing the TUN device's settings needs CAP_NET_ADMIN; without an IP layer nothing is kept.

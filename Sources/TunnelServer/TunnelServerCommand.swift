@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Logging
 import SimpleTunnelServices
 
@@ -7,7 +8,12 @@ import SimpleTunnelServices
 enum TunnelServerMain {
     static func main() {
         MallocTuning.apply()
-        BlockingMain.run { await TunnelServerCommand.main() }
+        let arguments = AppleCommandLine.rewritten(Array(CommandLine.arguments.dropFirst()))
+        if let error = AppleCommandLine.misspeltSubcommand(arguments, subcommands: ["serve", "passwd"]) {
+            FileHandle.standardError.write(Data((error + "\n  See 'tunnel-server --help' for the subcommands.\n").utf8))
+            exit(64)
+        }
+        BlockingMain.run { await TunnelServerCommand.main(arguments) }
     }
 }
 

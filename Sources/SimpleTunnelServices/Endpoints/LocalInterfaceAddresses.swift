@@ -68,7 +68,8 @@ public struct OwnAddressGuard: DestinationAuthorizer {
             !policy.opens(address: ip, port: port)
         else { return nil }
         let example = TunnelEndpoint(host: ip.description, port: port)
+        let keepOpen = policy.allowRules.isEmpty ? " (with --allow '*' beside it, since any Allow rule makes the policy an allow list)" : ""
         return "\(ip) port \(port) is one of this server's own addresses, refused by default on a public listener; "
-            + "an Allow address rule such as --allow \(example) opens it"
+            + "an Allow address rule such as --allow \(example) opens it\(keepOpen)"
     }
 }

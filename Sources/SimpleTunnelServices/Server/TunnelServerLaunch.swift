@@ -153,7 +153,7 @@ public struct TunnelServerLaunch: Sendable {
         }
         var launch = TunnelServerLaunch(
             settings: settings, configuration: configuration, policy: policy,
-            policyNote: Self.policyNote(host: settings.host, loopback: loopback))
+            policyNote: Self.policyNote(host: settings.host, loopback: loopback) + Self.allowListNote(policy))
         launch.database = database
         launch.warnings += Self.refusedDNSServers(configuration, policy: policy)
         launch.warnings += [socketWarning].compactMap { $0 }
@@ -203,6 +203,15 @@ public struct TunnelServerLaunch: Sendable {
         } catch {
             throw TunnelServerLaunchError.invalidOption("\(error)")
         }
+    }
+
+    /// Any Allow rule makes the policy a list: said at start, since a hint to
+    /// open one loopback service would otherwise close everything else unawares.
+    static func allowListNote(_ policy: DestinationPolicy) -> String {
+        guard !policy.allowRules.isEmpty else { return "" }
+        let rules = policy.allowRules.map(\.text).joined(separator: ", ")
+        return "; the Allow rules (\(rules)) make it an allow list: every other destination is refused"
+            + (policy.allowRules.contains { $0.text == "*" } ? "" : " (add --allow '*' to keep the rest open)")
     }
 
     static func policyNote(host: String, loopback: Bool) -> String {

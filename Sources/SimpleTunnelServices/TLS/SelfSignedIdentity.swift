@@ -69,11 +69,6 @@ public struct SelfSignedIdentity: Sendable {
         .server(certificateChain: .file(certificatePath), privateKey: .file(privateKeyPath), clientCA: clientCA)
     }
 
-    /// A ready-to-paste client command that pins this certificate.
-    public func clientCommandLine(subcommand: String, host: String, port: Int) -> String {
-        "tunnel-client \(subcommand) --server \(TunnelEndpoint(host: host, port: port)) --pin-sha256 \(sha256FingerprintHex)"
-    }
-
     private static func writeAtomically(_ bytes: [UInt8], to path: String, permissions: mode_t) throws(TLSError) {
         do {
             try AtomicFile.write(bytes, to: path, permissions: permissions)

@@ -43,6 +43,21 @@ struct CommandLineTests {
         #expect(negative.status == 64, "\(negative)")
     }
 
+    @Test func aMistypedOptionOrSubcommandIsNamedAsSuchNotReadAsAPort() async throws {
+        for (arguments, named) in [
+            (["--confg", "x.plist"], "Unknown option '--confg'"), (["--metric", "127.0.0.1:9464"], "Unknown option '--metric'"),
+            (["pasword", "alice"], "Unknown subcommand 'pasword'. Did you mean 'passwd'?"), (["8890"], "Unexpected argument '8890'"),
+        ] {
+            let result = try await Self.run(BuiltPrograms.tunnelServer, arguments)
+            #expect(result.status == 64, "\(arguments): \(result)")
+            #expect(result.output.contains(named) && !result.output.contains("positional"), "\(arguments): \(result.output)")
+        }
+        // Apple's form is still Apple's form: a port, then the configuration file.
+        let apple = try await Self.run(BuiltPrograms.tunnelServer, ["8890", "/nonexistent/apple-config.plist"])
+        #expect(apple.status != 0)
+        #expect(apple.output.contains("cannot read configuration file /nonexistent/apple-config.plist"), "\(apple.output)")
+    }
+
     @Test func theServerNamesATakenPort() async throws {
         let taken = try await Self.takenPort()
         let folder = try Self.temporaryFolder()

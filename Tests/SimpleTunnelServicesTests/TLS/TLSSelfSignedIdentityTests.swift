@@ -37,14 +37,10 @@ struct TLSSelfSignedIdentityTests {
         #expect(try CertificateMaker.sha256Fingerprint(ofPEM: [UInt8](pem)) == first.sha256Fingerprint)
     }
 
-    @Test func clientCommandLinePinsTheFingerprint() throws {
+    @Test func theFingerprintIsHexOfTheCertificatesSHA256() throws {
         let directory = NSTemporaryDirectory() + "identity-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let identity = try SelfSignedIdentity.loadOrCreate(directory: directory)
-        #expect(identity.clientCommandLine(subcommand: "socks", host: "vpn.example.org", port: 8443)
-            == "tunnel-client socks --server vpn.example.org:8443 --pin-sha256 \(identity.sha256FingerprintHex)")
-        #expect(identity.clientCommandLine(subcommand: "socks", host: "::1", port: 8443)
-            .hasPrefix("tunnel-client socks --server [::1]:8443 --pin-sha256 "))
         #expect(HexEncoding.decode(identity.sha256FingerprintHex) == identity.sha256Fingerprint)
     }
 

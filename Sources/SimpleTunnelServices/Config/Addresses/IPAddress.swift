@@ -51,6 +51,14 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// 169.254.0.0/16 or fe80::/10: no address to give a client.
+    public var isLinkLocal: Bool {
+        switch self {
+        case .v4(let address): return address.rawValue >> 16 == 0xA9FE
+        case .v6(let address): return address.rawValue >> 118 == 0x3FA
+        }
+    }
+
     public var description: String {
         switch self {
         case .v4(let address): return address.description

@@ -111,8 +111,9 @@ public struct DestinationPolicy: Sendable, Hashable {
         if let rule = defaultDenyRules.first(where: matchesAddress),
            !allowRules.contains(where: { $0.isAddressRule && matchesAddress($0) }) {
             let example = TunnelEndpoint(host: address.description, port: port)
+            let keepOpen = allowRules.isEmpty ? " (with --allow '*' beside it, since any Allow rule makes the policy an allow list)" : ""
             return .refused(reason: "\(destination()) is in \(rule.text), refused by default on a public listener; "
-                + "an Allow address rule such as --allow \(example) opens it")
+                + "an Allow address rule such as --allow \(example) opens it\(keepOpen)")
         }
         if allowRules.isEmpty || allowRules.contains(where: matches) {
             return .allowed

@@ -13,15 +13,20 @@ extension TunnelServerConfiguration {
             throw .topLevelNotADictionary(found: propertyList.renderedForConfigurationError)
         }
         let top = ConfigurationDictionary(entries: entries, keyPath: .root)
+        try Self.rejectNearMissesOfKnownKeys(top)
 
         // Without IPv4 the server carries flows only, unless --tun asks for the built-in pool.
+        // Read strictly: a typo (`Route`) would otherwise send every client all its traffic.
         let ipv4 = try top.optional("IPv4")?.dictionary()
+        if let ipv4, let key = ["Address", "Netmask", "MTU"].first(where: { ipv4.entries[$0] != nil }) {
+            throw .inconsistent(ipv4.keyPath.appending(key), detail: "the server sets this for each client (the leased address, /32, and --mtu); remove it")
+        }
+        try ipv4?.rejectUnknownKeys(Self.ipv4Keys)
         let pool = try ipv4.map { ipv4 throws(ConfigurationError) in
             try Self.pool(ipv4.required("Pool", expected: "a dictionary with StartAddress and EndAddress"))
         }
         let routes = try ipv4?.optional("Routes").map { node throws(ConfigurationError) in try Self.routes(node) }
-        var otherIPv4Keys = ipv4?.entries ?? [:]
-        for key in ["Pool", "Routes", "Address", "Netmask"] { otherIPv4Keys[key] = nil }
+        let otherIPv4Keys: [String: PropertyListValue] = [:]
 
         let dns = try top.optional("DNS").map { node throws(ConfigurationError) in try Self.dns(node) }
         let server = try top.optional("Server").map { node throws(ConfigurationError) in
@@ -29,7 +34,7 @@ extension TunnelServerConfiguration {
         }
 
         var passThroughKeys = entries
-        for key in ["IPv4", "DNS", "Server"] { passThroughKeys[key] = nil }
+        for key in Self.interpretedKeys { passThroughKeys[key] = nil }
 
         self.init(
             pool: pool ?? Self.embeddedDefault.pool, routes: routes, otherIPv4Keys: otherIPv4Keys, dns: dns,
@@ -38,6 +43,29 @@ extension TunnelServerConfiguration {
         poolIsConfigured = pool != nil
         self = fillingMissingDNS(fromResolvConf: resolvConf)
         try checkClientConfigurationFitsInAMessage()
+    }
+
+    /// Top-level keys the server reads; every other one is passed to clients.
+    static let interpretedKeys = ["IPv4", "DNS", "Server"]
+    /// Top-level keys Apple's sample names (`SettingsKey`) and ours.
+    static let knownTopLevelKeys = interpretedKeys + ["Proxies"]
+    /// The keys of `IPv4` a file may set; `Address`, `Netmask` and `MTU` are the server's to set for each lease.
+    static let ipv4Keys = ["Pool", "Routes"]
+    /// `Servers` and `SearchDomains` the server reads; the others are NEDNSSettings' and passed to clients as written.
+    static let dnsKeys = ["Servers", "SearchDomains", "MatchDomains", "MatchDomainsNoSearch", "DomainName"]
+
+    /// Other top-level keys go to clients untouched, as Apple's format wants;
+    /// but one a letter or two from a known key (`IPV4`, `Dns`) is a typo that
+    /// would silently drop that whole dictionary.
+    private static func rejectNearMissesOfKnownKeys(_ top: ConfigurationDictionary) throws(ConfigurationError) {
+        if top.entries["IPv6"] != nil {
+            throw .inconsistent(.root.appending("IPv6"), detail: "this server leases IPv4 addresses only, so an IPv6 dictionary would reach clients unused; remove it")
+        }
+        for key in top.entries.keys.sorted() where !knownTopLevelKeys.contains(key) {
+            if let suggestion = closestKey(to: key, among: knownTopLevelKeys) {
+                throw .unknownKey(.root.appending(key), suggestion: suggestion, known: knownTopLevelKeys)
+            }
+        }
     }
 
     /// What clients receive travels inside one `openResult` frame of at most
@@ -92,6 +120,7 @@ extension TunnelServerConfiguration {
 
     private static func dns(_ node: ConfigurationNode) throws(ConfigurationError) -> DNSSettings {
         let dns = try node.dictionary()
+        try dns.rejectUnknownKeys(dnsKeys)
         let serversNode = try dns.required(
             "Servers", expected: "an array of DNS server addresses (an empty array sends clients no DNS settings)"
         )

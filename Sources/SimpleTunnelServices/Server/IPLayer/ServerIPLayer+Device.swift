@@ -82,7 +82,11 @@ extension ServerIPLayer {
         let layer = ServerIPLayer(pool: addressPool, router: router, configuration: configuration, metrics: metrics)
         logger.notice(
             "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound), MTU \(options.mtu)",
-            metadata: ["leases": "\(options.database.map { "\($0)" } ?? options.leaseFile?.path ?? "in memory")"]
+            metadata: [
+                "leases": "\(options.database.map { "\($0)" } ?? options.leaseFile?.path ?? "in memory")",
+                // What every client is told to send through the tunnel: the line an operator checks first.
+                "clients-route": "\(configuration.routes.map { $0.isEmpty ? "nothing (an empty Routes)" : $0.map(\.description).joined(separator: ", ") } ?? "all traffic (no Routes)")",
+            ]
         )
         return ServerIPLayerHandle(layer: layer, network: network)
     }

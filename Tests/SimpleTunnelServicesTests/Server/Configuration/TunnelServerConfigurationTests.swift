@@ -75,10 +75,8 @@ struct TunnelServerConfigurationTests {
     }
 
     @Test func personalisesTheIPv4DictionaryForALease() throws {
-        let configuration = try TunnelServerConfiguration(propertyList: SampleConfiguration.with(
-            ["Proxies": .dictionary(["HTTPEnable": 1])],
-            ipv4: ["Address": .string("1.1.1.1"), "Netmask": .string("255.0.0.0"), "MTU": 1400]
-        ))
+        var configuration = try TunnelServerConfiguration(propertyList: SampleConfiguration.with(["Proxies": .dictionary(["HTTPEnable": 1])]))
+        configuration.otherIPv4Keys["MTU"] = 1400  // as tunnel-server sets it from --mtu
         let leased = configuration.configuration(forLease: IPv4Address(192, 168, 2, 9))
         #expect(leased == [
             "IPv4": .dictionary([
@@ -241,5 +239,43 @@ struct TunnelServerConfigurationTests {
         var configuration = TunnelServerConfiguration.embeddedDefault
         configuration.dns = dns
         #expect(configuration.fillingMissingDNS(fromResolvConf: Self.resolvConf).dns == dns)
+    }
+
+    // MARK: Read strictly: a typo is an error, never a silently different setup
+
+    static func error(_ entries: [String: PropertyListValue], ipv4: [String: PropertyListValue] = [:]) -> ConfigurationError? {
+        do {
+            _ = try TunnelServerConfiguration(propertyList: SampleConfiguration.with(entries, ipv4: ipv4))
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func aMistypedKeyInIPv4OrDNSIsNamedWithTheKeyItMeant() {
+        let route: PropertyListValue = .array([.dictionary(["Address": .string("10.0.0.0"), "Netmask": .string("255.0.0.0")])])
+        #expect(Self.error([:], ipv4: ["Route": route])?.description.contains("IPv4.Route: unknown key (did you mean Routes?)") == true,
+                "\(String(describing: Self.error([:], ipv4: ["Route": route])))")
+        let dns = Self.error(["DNS": .dictionary(["Server": .strings(["10.0.0.53"])])])
+        #expect(dns?.description.contains("DNS.Server: unknown key (did you mean Servers?)") == true, "\(String(describing: dns))")
+        let search = Self.error(["DNS": .dictionary(["Servers": .strings([]), "SearchDomain": .strings(["corp.example"])])])
+        #expect(search?.description.contains("did you mean SearchDomains?") == true, "\(String(describing: search))")
+    }
+
+    @Test(arguments: ["Address", "Netmask", "MTU"])
+    func whatTheServerSetsPerLeaseIsRefusedInTheFile(key: String) {
+        let error = Self.error([:], ipv4: [key: .string("1")])
+        #expect(error?.description.contains("IPv4.\(key): the server sets this for each client") == true, "\(String(describing: error))")
+    }
+
+    @Test(arguments: [("IPV4", "IPv4"), ("Dns", "DNS"), ("Proxie", "Proxies"), ("Sever", "Server"), ("DNSS", "DNS")])
+    func aTopLevelKeyALetterFromAKnownOneIsATypo(key: String, meant: String) {
+        let error = Self.error([key: .dictionary([:])])
+        #expect(error?.description.contains("\(key): unknown key (did you mean \(meant)?)") == true, "\(String(describing: error))")
+    }
+
+    @Test func anIPv6DictionaryIsRefusedRatherThanPassedOnUnused() {
+        let error = Self.error(["IPv6": .dictionary(["Pool": .dictionary([:])])])
+        #expect(error?.description.contains("IPv6: this server leases IPv4 addresses only") == true, "\(String(describing: error))")
     }
 }

@@ -20,6 +20,6 @@ struct IPPolicyNamespaceTests {
         let serverLog = await vpn.serverProcess?.waitForOutput(containing: "whose destination the policy refuses", timeout: 10)
         #expect(serverLog != nil, "the server did not report the dropped packets")
         // It listens on 0.0.0.0: the start log says the public default applies.
-        #expect(vpn.serverProcess?.outputSoFar.contains("may not reach this machine's loopback") == true)
+        #expect(vpn.serverProcess?.outputSoFar.contains("may not reach this machine's own addresses") == true)
     }
 }

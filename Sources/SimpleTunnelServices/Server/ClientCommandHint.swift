@@ -1,0 +1,51 @@
+/// The client command the server prints at start: what a newcomer pastes
+/// first, so it must work as printed, or say plainly what to fill in.
+public struct ClientCommandHint: Sendable, Equatable {
+    /// The command line.
+    public var command: String
+    /// What to replace in it, if anything.
+    public var note: String?
+
+    /// Stands for an address clients reach when the server cannot name one.
+    public static let addressPlaceholder = "SERVER-ADDRESS"
+
+    /// - Parameters:
+    ///   - listenHost: the server's `--host`; an unspecified address (`0.0.0.0`,
+    ///     `::`) is no address to connect to, so one of `interfaceAddresses`
+    ///     (not loopback or link-local; IPv4 first) stands in for it.
+    ///   - requiresLogin: with `--users` or `--database`, the client needs `--user`.
+    ///   - runFromBuildFolder: before installing, `tunnel-client` is `swift run tunnel-client`.
+    public static func make(
+        pinSHA256 fingerprint: String, listenHost: String, port: Int, requiresLogin: Bool,
+        interfaceAddresses: Set<IPAddress>, runFromBuildFolder: Bool
+    ) -> ClientCommandHint {
+        var notes: [String] = []
+        var host = TunnelEndpoint.unbracketed(listenHost)
+        if let address = IPAddress(host), address.isUnspecified {
+            if let reachable = reachableAddress(among: interfaceAddresses) {
+                host = reachable.description
+                notes.append("\(host) is one of this machine's addresses; use the one your clients reach")
+            } else {
+                host = addressPlaceholder
+                notes.append("replace \(addressPlaceholder) with an address of this machine that your clients reach")
+            }
+        }
+        var command = (runFromBuildFolder ? "swift run " : "") + "tunnel-client config --server \(TunnelEndpoint(host: host, port: port)) --pin-sha256 \(fingerprint)"
+        if requiresLogin {
+            command += " --user NAME"
+            notes.append("NAME is a login of the users file; the password comes from --password-file FILE or $SIMPLETUNNEL_PASSWORD")
+        }
+        return ClientCommandHint(command: command, note: notes.isEmpty ? nil : notes.joined(separator: "; "))
+    }
+
+    private static func reachableAddress(among addresses: Set<IPAddress>) -> IPAddress? {
+        let candidates = addresses.map(\.unmapped).filter { !$0.isLoopback && !$0.isLinkLocal && !$0.isUnspecified }
+        return candidates.sorted { lhs, rhs in
+            switch (lhs, rhs) {
+            case (.v4, .v6): return true
+            case (.v6, .v4): return false
+            default: return lhs.description < rhs.description
+            }
+        }.first
+    }
+}

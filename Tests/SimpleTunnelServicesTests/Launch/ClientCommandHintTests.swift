@@ -1,0 +1,53 @@
+import Testing
+@testable import SimpleTunnelServices
+
+@Suite("The client command the server prints works when pasted")
+struct ClientCommandHintTests {
+    static let pin = String(repeating: "ab", count: 32)
+    static let interfaces: Set<IPAddress> = Set(["127.0.0.1", "::1", "169.254.3.4", "fe80::1", "2001:db8::5", "192.0.2.10", "10.1.2.3"].compactMap(IPAddress.init))
+
+    static func hint(host: String, login: Bool = false, interfaces: Set<IPAddress> = interfaces, built: Bool = false) -> ClientCommandHint {
+        ClientCommandHint.make(pinSHA256: pin, listenHost: host, port: 4433, requiresLogin: login, interfaceAddresses: interfaces, runFromBuildFolder: built)
+    }
+
+    @Test func aLoopbackServerPrintsItsOwnAddress() {
+        #expect(Self.hint(host: "127.0.0.1") == ClientCommandHint(command: "tunnel-client config --server 127.0.0.1:4433 --pin-sha256 \(Self.pin)", note: nil))
+        #expect(Self.hint(host: "::1").command.contains("--server [::1]:4433 "))
+    }
+
+    @Test(arguments: ["0.0.0.0", "::", "[::]"])
+    func anUnspecifiedListenerNamesAnAddressClientsCanReach(host: String) {
+        let hint = Self.hint(host: host)
+        #expect(hint.command.contains("--server 10.1.2.3:4433 "), "\(hint.command)")
+        #expect(hint.note?.contains("10.1.2.3 is one of this machine's addresses") == true)
+        let none = Self.hint(host: host, interfaces: Set(["127.0.0.1", "fe80::1"].compactMap(IPAddress.init)))
+        #expect(none.command.contains("--server SERVER-ADDRESS:4433 "), "\(none.command)")
+        #expect(none.note?.contains("replace SERVER-ADDRESS") == true)
+    }
+
+    @Test func aServerWithLoginsAsksForTheUser() {
+        let hint = Self.hint(host: "192.0.2.10", login: true)
+        #expect(hint.command.hasSuffix("--pin-sha256 \(Self.pin) --user NAME"), "\(hint.command)")
+        #expect(hint.note?.contains("--password-file FILE or $SIMPLETUNNEL_PASSWORD") == true)
+    }
+
+    @Test func beforeInstallingTheClientIsRunBySwift() {
+        #expect(Self.hint(host: "127.0.0.1", built: true).command.hasPrefix("swift run tunnel-client config --server 127.0.0.1:4433 "))
+    }
+
+    @Test func applesPositionalFormIsTakenOnlyWhenItLooksLikeIt() {
+        #expect(AppleCommandLine.rewritten(["8890", "config.plist"]) == ["serve", "--port", "8890", "--config", "config.plist"])
+        #expect(AppleCommandLine.rewritten(["8890", "config.plist", "--log-level", "debug"])
+            == ["serve", "--port", "8890", "--config", "config.plist", "--log-level", "debug"])
+        for arguments in [["--confg", "x.plist"], ["pasword", "alice"], ["8890"], ["8890", "--config", "x"], ["+1", "x"], ["123456", "x"], []] {
+            #expect(AppleCommandLine.rewritten(arguments) == arguments, "\(arguments)")
+        }
+    }
+
+    @Test func aMisspeltSubcommandIsNamed() {
+        #expect(AppleCommandLine.misspeltSubcommand(["pasword", "alice"], subcommands: ["serve", "passwd"]) == "Error: Unknown subcommand 'pasword'. Did you mean 'passwd'?")
+        #expect(AppleCommandLine.misspeltSubcommand(["passwd", "alice"], subcommands: ["serve", "passwd"]) == nil)
+        #expect(AppleCommandLine.misspeltSubcommand(["--port", "1"], subcommands: ["serve", "passwd"]) == nil)
+        #expect(AppleCommandLine.misspeltSubcommand(["elephant"], subcommands: ["serve", "passwd"]) == nil)
+    }
+}
