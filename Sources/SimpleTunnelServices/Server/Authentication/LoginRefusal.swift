@@ -6,6 +6,7 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
     case busy
     case oversized
     case directoryUnavailable = "login_directory_unavailable"
+    case malformedLogin = "malformed_login"
 
     /// Whether the peer is told its login was refused before the tunnel closes. Not when
     /// there was no login, nor when the server was too busy to check it or could not look it up: a client takes
@@ -13,7 +14,7 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
     var isAnswered: Bool {
         switch self {
         case .notFirst, .busy, .directoryUnavailable: return false
-        case .rateLimited, .oversized: return true
+        case .rateLimited, .oversized, .malformedLogin: return true
         }
     }
 
@@ -24,6 +25,7 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
         case .busy: return "too many logins are being checked"
         case .oversized: return "the login, or what followed it before the answer, was too large"
         case .directoryUnavailable: return "the logins cannot be looked up (the database is unreachable); the client will retry"
+        case .malformedLogin: return "the login holds what the logins' store refuses (a NUL byte, say); counted as a failed login"
         }
     }
 }
