@@ -70,8 +70,10 @@ extension DatabaseAddressPool {
             guard let unlogged = forgedNoticeLog.withLockedValue({ $0.admit() }) else { return }
             metadata["unlogged"] = "\(unlogged)"
             logger.warning(
-                "ignored a notice that another server took over a session: the database still gives it to this server "
-                    + "(a NOTIFY by another role? see README, Several servers: REVOKE CONNECT ON DATABASE … FROM PUBLIC)",
+                """
+                ignored a notice that another server took over a session: the database still gives it to this server \
+                (a NOTIFY by another role? see README, Several servers: REVOKE CONNECT ON DATABASE … FROM PUBLIC)
+                """,
                 metadata: metadata)
             return
         case .takenOver(let server):
