@@ -29,10 +29,4 @@ extension DatabaseError {
             return .unavailable(String(describing: error))
         }
     }
-
-    /// Whether the database is away (an outage), rather than refusing what it was asked.
-    var isOutage: Bool {
-        if case .unavailable = self { return true }
-        return false
-    }
 }

@@ -128,7 +128,7 @@ public final class TunnelDatabase: Sendable {
         switch kind {
         case .outage: logger.warning("database outage: \(what) failed", metadata: metadata)
         case .clientValue: logger.notice("the database refused a value a client sent, \(what)", metadata: metadata)
-        case .refusal: logger.error("the database refused \(what)", metadata: metadata)
+        case .refusal: logger.error("database operation failed: \(what)", metadata: metadata)
         }
     }
 }
