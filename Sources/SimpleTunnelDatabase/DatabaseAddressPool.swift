@@ -9,27 +9,35 @@ import SimpleTunnelServices
 /// back from any server whose pool holds it), never the same address to two
 /// clients (the table's UNIQUE constraint, and allocation in a transaction),
 /// and one session per client: taking over from a session on another server
-/// tells that server to end it (`DatabaseSessionListener`). Pools may be shared
-/// or split per server; an address is handed out only once the database confirmed it.
+/// tells that server to end it (`DatabaseSessionListener`), which it does once
+/// the sessions table confirms it (`DatabaseSessionTakeover`). Session numbers
+/// are random, so that no one can name another server's session by counting.
+/// Pools may be shared or split per server; an address is handed out only once the database confirmed it.
 public final class DatabaseAddressPool: AddressLeasing {
     public let range: ClosedRange<IPv4Address>
     public let database: TunnelDatabase
-    /// This server's sessions: their holder and the client key their database rows name.
-    private let state = NIOLockedValueBox<(nextHolder: LeaseBook.Holder, held: [LeaseBook.Holder: String])>((1, [:]))
+    /// This server's sessions: their holder (a random 63-bit number) and the client key their database rows name.
+    let held = NIOLockedValueBox<[LeaseBook.Holder: String]>([:])
+    /// Takeover notices the sessions table contradicts: anyone who can connect may send one.
+    let forgedNoticeLog = NIOLockedValueBox(LogRateLimiter(interval: .seconds(60)))
 
     public init(range: ClosedRange<IPv4Address>, database: TunnelDatabase) {
         self.range = range
         self.database = database
     }
 
-    public var leasedCount: Int { state.withLockedValue { $0.held.count } }
+    public var leasedCount: Int { held.withLockedValue { $0.count } }
+
+    /// A session number no one can guess: positive as a bigint, 1 in 2^63.
+    static func newHolder() -> LeaseBook.Holder {
+        var random = SystemRandomNumberGenerator()
+        return LeaseBook.Holder.random(in: 1...LeaseBook.Holder(Int64.max), using: &random)
+    }
 
     public func lease(for client: String?, on eventLoop: EventLoop) -> EventLoopFuture<AddressPool.Lease?> {
-        let (holder, key) = state.withLockedValue { state in
-            defer { state.nextHolder += 1 }
-            // An anonymous client is not remembered: its row lives as long as its session.
-            return (state.nextHolder, client ?? "anonymous:\(database.serverID):\(state.nextHolder)")
-        }
+        let holder = Self.newHolder()
+        // An anonymous client is not remembered: its row lives as long as its session.
+        let key = client ?? "anonymous:\(database.serverID):\(holder)"
         let request = DatabaseLeaseRequest(client: key, range: range, serverID: database.serverID, session: holder)
         return database.perform("leasing an address", on: eventLoop) { client, logger in
             try await client.withTransaction(logger: logger) { connection in
@@ -38,9 +46,9 @@ public final class DatabaseAddressPool: AddressLeasing {
         }
         .map { [self] grant in
             guard let grant else { return nil }
-            state.withLockedValue { state in
-                state.held[holder] = key
-                if let replaced = grant.replacedHere { state.held[replaced] = nil }
+            held.withLockedValue { held in
+                held[holder] = key
+                if let replaced = grant.replacedHere { held[replaced] = nil }
             }
             return AddressPool.Lease(address: grant.address, holder: holder, replaced: grant.replacedHere)
         }
@@ -50,7 +58,7 @@ public final class DatabaseAddressPool: AddressLeasing {
     /// session that was replaced meanwhile leaves the newer one's row alone.
     @discardableResult
     public func release(_ lease: AddressPool.Lease) -> Bool {
-        guard let key = state.withLockedValue({ $0.held.removeValue(forKey: lease.holder) }) else { return false }
+        guard let key = held.withLockedValue({ $0.removeValue(forKey: lease.holder) }) else { return false }
         let serverID = database.serverID
         let session = Int64(bitPattern: lease.holder)
         let database = self.database
@@ -69,7 +77,10 @@ public final class DatabaseAddressPool: AddressLeasing {
         return true
     }
 
+    /// A takeover notice ends a session only once the database confirms it.
     public func whenReplacedElsewhere(_ end: @escaping @Sendable (UInt64) -> Void) {
-        database.whenSessionEnded(end)
+        database.whenTakeoverNoticed { [self] session in
+            Task { await confirmTakeover(of: session, then: end) }
+        }
     }
 }

@@ -23,8 +23,10 @@ public struct DatabaseLocation: Sendable, Hashable, CustomStringConvertible {
     public static let defaultPort = 5432
 
     public init(parsing text: String) throws(DatabaseError) {
+        // Errors show the address redacted: whatever secret it holds stays out of logs and terminals.
+        let shown = DatabaseAddressRedaction.redacted(text)
         guard let components = URLComponents(string: text), components.scheme == "postgres" || components.scheme == "postgresql" else {
-            throw .invalidLocation("\"\(text)\" is not a postgres://USER@HOST:PORT/DATABASE address")
+            throw .invalidLocation("\"\(shown)\" is not a postgres://USER@HOST:PORT/DATABASE address")
         }
         guard components.password == nil else {
             throw .invalidLocation(
@@ -32,11 +34,11 @@ public struct DatabaseLocation: Sendable, Hashable, CustomStringConvertible {
                     + "remove it and put the password in a file given with --database-password-file (mode 0600), or in PGPASSWORD")
         }
         guard let user = components.user, !user.isEmpty else {
-            throw .invalidLocation("\(text): name the database user, as in postgres://tunnel@db.example:5432/tunnel")
+            throw .invalidLocation("\(shown): name the database user, as in postgres://tunnel@db.example:5432/tunnel")
         }
         let database = String(components.path.drop(while: { $0 == "/" }))
         guard !database.isEmpty, !database.contains("/") else {
-            throw .invalidLocation("\(text): name the database after the host, as in postgres://tunnel@db.example:5432/tunnel")
+            throw .invalidLocation("\(shown): name the database after the host, as in postgres://tunnel@db.example:5432/tunnel")
         }
         var port = components.port ?? Self.defaultPort
         var socketFolder: String?
@@ -53,14 +55,14 @@ public struct DatabaseLocation: Sendable, Hashable, CustomStringConvertible {
                 verifiedTLS = true
             default:
                 throw .invalidLocation(
-                    "\(text): \(item.name)=\(item.value ?? "") is not understood; known are host=/SOCKET/FOLDER, port=N and sslmode=disable or verify-full")
+                    "\(shown): \(item.value == nil ? "a query item without NAME=VALUE" : "the value given for \(item.name)") is not understood; known are host=/SOCKET/FOLDER, port=N and sslmode=disable or verify-full")
             }
         }
         if let socketFolder {
             endpoint = .unixSocket(path: socketFolder + "/.s.PGSQL.\(port)")
         } else {
             guard let host = components.host, !host.isEmpty else {
-                throw .invalidLocation("\(text): name the database host, or a socket folder with ?host=/run/postgresql")
+                throw .invalidLocation("\(shown): name the database host, or a socket folder with ?host=/run/postgresql")
             }
             endpoint = .tcp(host: host, port: port)
         }

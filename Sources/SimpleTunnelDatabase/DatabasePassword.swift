@@ -13,8 +13,8 @@ public enum DatabasePassword {
         guard stat(file, &status) == 0 else {
             throw .password("\(file) cannot be read: \(String(cString: strerror(errno)))")
         }
-        guard status.st_mode & 0o077 == 0 else {
-            throw .password("\(file) may be read by others (mode \(String(status.st_mode & 0o777, radix: 8))); chmod 600 \(file)")
+        if let exposure = PrivateFile.exposure(of: file, what: "UNPROTECTED PASSWORD FILE") {
+            throw .password(exposure)
         }
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
             throw .password("\(file) cannot be read as text")

@@ -4,8 +4,10 @@ import SimpleTunnelServices
 
 /// How a server hears that another server took over one of its sessions: it
 /// LISTENs on one connection kept for that, and a lease transaction that
-/// replaces a session elsewhere NOTIFYs its server and session at commit. When
-/// the connection drops (the database restarted) it listens again a second later.
+/// replaces a session elsewhere NOTIFYs its server and session at commit.
+/// NOTIFY needs no privilege, so a notice is only a hint that the sessions
+/// table is asked about (`DatabaseSessionTakeover`). When the connection drops
+/// (the database restarted) it listens again a second later.
 extension TunnelDatabase {
     func listenForTakenOverSessions() async {
         var failures = LogRateLimiter(interval: .seconds(60))

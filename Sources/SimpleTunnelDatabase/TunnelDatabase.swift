@@ -17,9 +17,12 @@ public final class TunnelDatabase: Sendable {
     let client: PostgresClient
     let timeout: Duration
     let logger: Logger
-    private let unavailableLog = NIOLockedValueBox(LogRateLimiter(interval: .seconds(10)))
-    /// Told the session number when another server took over a session of this one.
+    private enum FailureLog: Hashable { case outage, clientValue, refusal }
+    private let failureLogs = NIOLockedValueBox<[FailureLog: LogRateLimiter]>([:])
+    /// Told the session number when a notice says another server took over a session of this one (a hint: see `DatabaseSessionTakeover`).
     let sessionEndHandlers = NIOLockedValueBox<[@Sendable (UInt64) -> Void]>([])
+    /// What a login check costs (see `DatabaseLogins`), found once and kept.
+    let loginCost = NIOLockedValueBox(LoginCheckCost())
     /// Whether this server hears about sessions taken over now (see `DatabaseSessionListener`).
     let listening = NIOLockedValueBox(false)
     /// Whether `run` has started the pool: PostgresNIO warns when a connection
@@ -35,6 +38,9 @@ public final class TunnelDatabase: Sendable {
         configuration.options.connectTimeout = timeout
         configuration.options.maximumConnections = 8
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        if let warning = location.transportWarning {
+            logger.warning("\(warning)", metadata: ["database": "\(location)"])
+        }
     }
 
     /// Runs the connection pool, and listens for sessions other servers took
@@ -59,7 +65,7 @@ public final class TunnelDatabase: Sendable {
         try? await Task.sleep(for: .milliseconds(1))
     }
 
-    func whenSessionEnded(_ end: @escaping @Sendable (UInt64) -> Void) {
+    func whenTakeoverNoticed(_ end: @escaping @Sendable (UInt64) -> Void) {
         sessionEndHandlers.withLockedValue { $0.append(end) }
     }
 
@@ -71,7 +77,8 @@ public final class TunnelDatabase: Sendable {
         }
     }
 
-    /// `body` against the database within `timeout`; any failure is `.unavailable`, logged at most once per 10 s.
+    /// `body` against the database within `timeout`. A failure is sorted by
+    /// whose it is (`DatabaseError.classifying`) and logged as such, at most once per 10 s each.
     func perform<Value: Sendable>(
         _ what: String, timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Value
     ) async throws(DatabaseError) -> Value {
@@ -90,17 +97,9 @@ public final class TunnelDatabase: Sendable {
                 guard let first = try await group.next() else { throw DatabaseError.unavailable("cancelled") }
                 return first
             }
-        } catch let error as DatabaseError {
-            noteUnavailable(what, error)
-            throw error
-        } catch let error as PostgresTransactionError {
-            // A decision of ours inside a transaction (the schema too new) is said as it is.
-            let failure = (error.closureError as? DatabaseError) ?? .unavailable(String(reflecting: error))
-            noteUnavailable(what, failure)
-            throw failure
         } catch {
-            let failure = DatabaseError.unavailable(String(reflecting: error))
-            noteUnavailable(what, failure)
+            let failure = DatabaseError.classifying(error)
+            note(what, failure)
             throw failure
         }
     }
@@ -114,12 +113,22 @@ public final class TunnelDatabase: Sendable {
         return promise.futureResult
     }
 
-    /// Every client can cause a failed operation while the database is away: one line per 10 s.
-    private func noteUnavailable(_ what: String, _ error: DatabaseError) {
-        if case .schemaTooNew = error { return }
-        guard let unlogged = unavailableLog.withLockedValue({ $0.admit() }) else { return }
-        logger.warning(
-            "database operation failed: \(what)",
-            metadata: ["reason": "\(error)", "database": "\(location)", "unlogged": "\(unlogged)"])
+    /// Every client can cause a failed operation (while the database is away,
+    /// or with a value it refuses): one line per 10 s for each kind.
+    private func note(_ what: String, _ error: DatabaseError) {
+        let kind: FailureLog
+        switch error {
+        case .schemaTooNew, .invalidLocation, .password: return
+        case .unavailable: kind = .outage
+        case .invalidValue: kind = .clientValue
+        case .refused, .malformed: kind = .refusal
+        }
+        guard let unlogged = failureLogs.withLockedValue({ $0[kind, default: LogRateLimiter(interval: .seconds(10))].admit() }) else { return }
+        let metadata: Logger.Metadata = ["reason": "\(error)", "database": "\(location)", "unlogged": "\(unlogged)"]
+        switch kind {
+        case .outage: logger.warning("database outage: \(what) failed", metadata: metadata)
+        case .clientValue: logger.notice("the database refused a value a client sent, \(what)", metadata: metadata)
+        case .refusal: logger.error("database operation failed: \(what)", metadata: metadata)
+        }
     }
 }

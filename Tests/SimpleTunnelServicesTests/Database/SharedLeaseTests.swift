@@ -86,7 +86,7 @@ struct SharedLeaseTests {
                 port: a.fixture.port, group: a.fixture.group, sending: .authenticate(login: "carol", password: "pw-carol"))
             #expect(await early.next(timeout: .seconds(30)) == nil)
             #expect(await early.waitForClose())
-            #expect(cluster.log.all.contains { $0.message.hasPrefix("database operation failed") }, "no log line said why")
+            #expect(cluster.log.all.contains { $0.message.hasPrefix("database outage") }, "no log line said why")
 
             // Tunnels already up carry packets both ways.
             a.device.inject([ipv4Packet(from: "198.18.2.2", to: aliceAddress)])

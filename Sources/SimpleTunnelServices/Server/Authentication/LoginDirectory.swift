@@ -5,9 +5,11 @@ import NIOCore
 /// servers share (`DatabaseLogins`). Only the lookup is here; the slow hash
 /// runs afterwards on the `PasswordChecker`'s threads.
 public protocol LoginDirectory: Sendable {
-    /// The records needed to check `login`: at most that login's own, with the
-    /// directory's iteration count so that an unknown login costs as much to
-    /// check. Fails when the directory cannot be asked right now.
+    /// The records needed to check `login`: at most that login's own, costing
+    /// the directory's highest iteration count to check (`UserDatabase.checkCost`)
+    /// so that no login, known or not, takes longer than another. Fails with
+    /// `LoginDirectoryRefusedLogin` when the login itself cannot be looked up,
+    /// otherwise when the directory cannot be asked right now.
     func records(for login: String, on eventLoop: EventLoop) -> EventLoopFuture<UserDatabase>
 }
 
@@ -15,6 +17,16 @@ extension UserDatabase: LoginDirectory {
     /// The file is in memory: all of it, at once.
     public func records(for login: String, on eventLoop: EventLoop) -> EventLoopFuture<UserDatabase> {
         eventLoop.makeSucceededFuture(self)
+    }
+}
+
+/// The directory refused the login itself as malformed (a byte its store
+/// cannot hold): the client's doing, so a failed login, counted as one.
+public struct LoginDirectoryRefusedLogin: Error, Sendable {
+    public let reason: String
+
+    public init(reason: String) {
+        self.reason = reason
     }
 }
 

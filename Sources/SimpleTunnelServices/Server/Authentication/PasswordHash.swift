@@ -55,7 +55,9 @@ public struct PasswordHash: Sendable, Hashable, CustomStringConvertible {
     private static func derive(password: String, salt: [UInt8], iterations: Int) throws(PasswordHashError) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         let bytes = Array(password.utf8)
-        let status = PKCS5_PBKDF2_HMAC(bytes, Int32(bytes.count), salt, Int32(salt.count), Int32(iterations), EVP_sha256(), Int32(output.count), &output)
+        // A hand-edited count beyond what OpenSSL takes fails the check rather than the process.
+        guard let rounds = Int32(exactly: iterations), let length = Int32(exactly: bytes.count) else { throw .derivationFailed }
+        let status = PKCS5_PBKDF2_HMAC(bytes, length, salt, Int32(salt.count), rounds, EVP_sha256(), Int32(output.count), &output)
         guard status == 1 else { throw .derivationFailed }
         return output
     }

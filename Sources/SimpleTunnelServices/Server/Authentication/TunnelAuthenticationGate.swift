@@ -91,7 +91,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
             let source = self.source
             let eventLoop = context.eventLoop
             users.records(for: login, on: eventLoop).flatMapError { error in
-                eventLoop.makeFailedFuture(LoginDirectoryUnavailable(reason: "\(error)"))
+                eventLoop.makeFailedFuture(error is LoginDirectoryRefusedLogin ? error : LoginDirectoryUnavailable(reason: "\(error)"))
             }
             .flatMap { records in
                 checker.check(source: source, on: eventLoop) {
@@ -100,7 +100,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
             }
             .assumeIsolated()
             .whenComplete { [self] result in
-                // A right password, or one never checked, is no failed attempt.
+                // A right password, or one never checked for want of the server's means, is no failed attempt.
                 if case .success(true) = result { limiter.succeeded(attempt) }
                 if case .failure(let error) = result, error is PasswordCheckRefusal || error is LoginDirectoryUnavailable {
                     limiter.succeeded(attempt)
@@ -114,6 +114,8 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
                     refuse(context: context, login: login, reason: "wrong login or password")
                 case .failure(let refusal as PasswordCheckRefusal):
                     refuse(context: context, login: login, .busy, detail: refusal.description)
+                case .failure(let malformed as LoginDirectoryRefusedLogin):
+                    refuse(context: context, login: login, .malformedLogin, detail: malformed.reason)
                 case .failure(let unavailable as LoginDirectoryUnavailable):
                     refuse(context: context, login: login, .directoryUnavailable, detail: unavailable.reason)
                 case .failure(let error):

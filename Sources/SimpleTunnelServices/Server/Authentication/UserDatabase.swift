@@ -1,17 +1,24 @@
 import Foundation
 
 /// The server's users file (`--users FILE`): one `login:hash` line per user,
-/// `#` comments and blank lines allowed. Written atomically with mode 0600.
+/// `#` comments and blank lines allowed. Written atomically with mode 0600;
+/// refused when group or others may read it. Also the few records a
+/// `LoginDirectory` hands over for one check.
 public struct UserDatabase: Sendable, Hashable {
     public private(set) var users: [String: PasswordHash] {
-        didSet { maximumIterations = Self.maximumIterations(of: users) }
+        didSet { maximumIterations = Self.checkIterations(of: users, atLeast: checkCost) }
     }
-    /// What every check costs (see `verify`): the slowest user's iterations.
+    /// What every check costs (see `verify`): the slowest record's iterations,
+    /// or `checkCost` when that is more.
     public private(set) var maximumIterations: Int
+    /// The directory's highest iteration count when these are only some of its
+    /// records (one login's, from the database): a check costs at least that.
+    public let checkCost: Int?
 
-    public init(users: [String: PasswordHash] = [:]) {
+    public init(users: [String: PasswordHash] = [:], checkCost: Int? = nil) {
         self.users = users
-        self.maximumIterations = Self.maximumIterations(of: users)
+        self.checkCost = checkCost
+        self.maximumIterations = Self.checkIterations(of: users, atLeast: checkCost)
     }
 
     public init(parsing text: String, path: String = "users file") throws(UserDatabaseError) {
@@ -36,6 +43,9 @@ public struct UserDatabase: Sendable, Hashable {
     }
 
     public static func load(path: String) throws(UserDatabaseError) -> UserDatabase {
+        if let exposure = PrivateFile.exposure(of: path, what: "UNPROTECTED USERS FILE") {
+            throw .unprotected(exposure)
+        }
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
@@ -65,20 +75,28 @@ public struct UserDatabase: Sendable, Hashable {
     /// not tell which logins exist: an unknown login is hashed against a
     /// decoy, and a user with fewer iterations is topped up with one.
     public func verify(login: String, password: String) -> Bool {
-        let matches = users[login]?.matches(password) ?? false
-        let spent = users[login]?.iterations ?? 0
+        verify(login: login, password: password) { record, password in record.matches(password) }
+    }
+
+    /// `verify` with the hash given: tests count the iterations each check asks for.
+    func verify(login: String, password: String, hashing matches: (PasswordHash, String) -> Bool) -> Bool {
+        let record = users[login]
+        let matched = record.map { matches($0, password) } ?? false
+        let spent = record?.iterations ?? 0
         if spent < maximumIterations {
-            _ = Self.decoy(iterations: maximumIterations - spent).matches(password)
+            _ = matches(Self.decoy(iterations: maximumIterations - spent), password)
         }
-        return matches
+        return matched
     }
 
     private static func decoy(iterations: Int) -> PasswordHash {
         PasswordHash(iterations: iterations, salt: [UInt8](repeating: 0, count: 16), hash: [UInt8](repeating: 0, count: 32))
     }
 
-    private static func maximumIterations(of users: [String: PasswordHash]) -> Int {
-        users.values.map(\.iterations).max() ?? PasswordHash.defaultIterations
+    /// With no record and no cost given, an unknown login costs what `passwd` writes.
+    private static func checkIterations(of users: [String: PasswordHash], atLeast cost: Int?) -> Int {
+        let slowest = max(users.values.map(\.iterations).max() ?? 0, cost ?? 0)
+        return slowest > 0 ? slowest : PasswordHash.defaultIterations
     }
 
     public var fileText: String {
@@ -100,12 +118,15 @@ public enum UserDatabaseError: Error, Hashable, CustomStringConvertible {
     case unreadable(path: String, reason: String)
     case unwritable(path: String, reason: String)
     case malformedLine(path: String, line: Int, reason: String)
+    /// Group or others may read it: the message says how to fix it.
+    case unprotected(String)
 
     public var description: String {
         switch self {
         case .unreadable(let path, let reason): return "cannot read the users file \(path): \(reason)"
         case .unwritable(let path, let reason): return "cannot write the users file \(path): \(reason)"
         case .malformedLine(let path, let line, let reason): return "\(path), line \(line): \(reason)"
+        case .unprotected(let exposure): return exposure
         }
     }
 }
