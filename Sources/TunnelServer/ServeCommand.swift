@@ -41,8 +41,13 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("client-ca"), help: "Require client certificates issued by this PEM CA bundle (mutual TLS).")
     var clientCA: String?
 
-    @Flag(help: "No TLS, for Apple's stock sample app; loopback only.")
+    @Flag(help: "No TLS, for Apple's stock sample app: tunnels are neither encrypted nor authenticated. Off loopback it needs --plaintext-clients.")
     var plaintext = false
+
+    @Option(
+        name: .customLong("plaintext-clients"),
+        help: "With --plaintext: the only networks that may connect, CIDR[,CIDR…] (e.g. 192.168.1.0/24,fd00:1::/64); others are closed unread.")
+    var plaintextClients: String?
 
     @Option(help: "Users file (LOGIN:HASH lines, see `tunnel-server passwd`): every tunnel must log in first.")
     var users: String?
@@ -71,7 +76,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-udp-flows-per-tunnel"), help: "UDP flows one tunnel may hold. Default 256.")
     var maximumUDPFlowsPerTunnel: Int?
 
-    @Option(name: .customLong("first-message-timeout"), help: "Seconds a client has to finish TLS and send a message. Default 10.", transform: UserSeconds.positive)
+    @Option(name: .customLong("first-message-timeout"), help: "Seconds a client has to finish TLS and send a message. Default 10; 300 with --plaintext.", transform: UserSeconds.positive)
     var firstMessageTimeout: Double?
 
     @Option(name: .customLong("max-startups"), help: "Connections not yet past TLS and login, as START:RATE:FULL: from START on, RATE% of new ones are dropped, rising to all at FULL. Default 64:30:256.")
@@ -182,6 +187,7 @@ struct Serve: AsyncParsableCommand {
         options.privateKeyPath = key
         options.clientCAPath = clientCA
         options.plaintext = plaintext
+        options.plaintextClients = plaintextClients
         options.stateDirectory = stateDirectory
         options.allow = allow
         options.deny = deny
