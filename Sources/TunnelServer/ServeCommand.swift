@@ -272,6 +272,9 @@ struct Serve: AsyncParsableCommand {
                     "self-signed certificate \(identity.wasCreated ? "created" : "loaded") in \(identity.directory), SHA-256 \(identity.sha256FingerprintHex)"
                 )
                 logger.notice("connect with: \(identity.clientCommandLine(subcommand: "config", host: launch.settings.host, port: port))")
+            } else if launch.settings.tls == nil {
+                let endpoint = TunnelEndpoint(host: launch.settings.host, port: server.localAddress.port ?? 0)
+                logger.notice("connect with: tunnel-client config --server \(endpoint) --plaintext, or Apple's sample app with server address \(endpoint)")
             }
             if let account {
                 // Undoing the TUN device's settings needs CAP_NET_ADMIN; without an IP layer nothing is kept.

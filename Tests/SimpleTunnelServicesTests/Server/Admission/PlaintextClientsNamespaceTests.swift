@@ -26,10 +26,12 @@ struct PlaintextClientsNamespaceTests {
             BuiltPrograms.tunnelServer, "--host", "198.18.30.1", "--port", "4433", "--plaintext", "--plaintext-clients", "198.18.30.0/24",
             "--metrics", "127.0.0.1:9464", "--no-ip-layer", "--state-directory", folder.path + "/state",
         ])
-        let started = await process.waitForOutput(containing: "listening on 198.18.30.1:4433", timeout: 20)
+        // Its last line at start.
+        let started = await process.waitForOutput(containing: "connect with:", timeout: 20)
         try #require(started != nil, "the server did not start:\n\(process.outputSoFar)")
         #expect(process.outputSoFar.contains("neither encrypted nor authenticated"), "\(process.outputSoFar)")
         #expect(process.outputSoFar.contains("198.18.30.0/24"))
+        #expect(process.outputSoFar.contains("connect with: tunnel-client config --server 198.18.30.1:4433 --plaintext"))
 
         // A web server beside the tunnel server, for the flow to reach.
         let web = try lab.start(in: server, ["python3", "-u", "-m", "http.server", "8080", "--bind", "198.18.30.1", "--directory", folder.path])
