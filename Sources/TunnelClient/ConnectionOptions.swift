@@ -28,7 +28,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("server-name"), help: "Name to verify in the server's certificate and send as SNI. Default: the host of --server.")
     var serverName: String?
 
-    @Flag(help: "No TLS (servers started with --plaintext, on loopback).")
+    @Flag(help: "No TLS (servers started with --plaintext): neither encrypted nor authenticated.")
     var plaintext = false
 
     @Option(help: "Login for servers started with --users.")

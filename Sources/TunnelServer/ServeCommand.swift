@@ -36,8 +36,13 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("client-ca"), help: "Require client certificates issued by this PEM CA bundle (mutual TLS).")
     var clientCA: String?
 
-    @Flag(help: "No TLS, for Apple's stock sample app; loopback only.")
+    @Flag(help: "No TLS, for Apple's stock sample app: tunnels are neither encrypted nor authenticated. Off loopback it needs --plaintext-clients.")
     var plaintext = false
+
+    @Option(
+        name: .customLong("plaintext-clients"),
+        help: "With --plaintext: the only networks that may connect, CIDR[,CIDR…] (e.g. 192.168.1.0/24,fd00:1::/64); others are closed unread.")
+    var plaintextClients: String?
 
     @Option(help: "Users file (LOGIN:HASH lines, see `tunnel-server passwd`): every tunnel must log in first.")
     var users: String?
@@ -66,7 +71,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-udp-flows-per-tunnel"), help: "UDP flows one tunnel may hold. Default 256.")
     var maximumUDPFlowsPerTunnel: Int?
 
-    @Option(name: .customLong("first-message-timeout"), help: "Seconds a client has to finish TLS and send a message. Default 10.", transform: UserSeconds.positive)
+    @Option(name: .customLong("first-message-timeout"), help: "Seconds a client has to finish TLS and send a message. Default 10; 300 with --plaintext.", transform: UserSeconds.positive)
     var firstMessageTimeout: Double?
 
     @Option(name: .customLong("max-startups"), help: "Connections not yet past TLS and login, as START:RATE:FULL: from START on, RATE% of new ones are dropped, rising to all at FULL. Default 64:30:256.")
@@ -154,6 +159,11 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
+    /// Before installing, the client is `swift run tunnel-client`.
+    static var runsFromBuildFolder: Bool {
+        CommandLine.arguments.first.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path.contains("/.build/") } ?? false
+    }
+
     func run() async throws {
         let logLevel = self.logLevel
         LoggingSystem.bootstrap { label in
@@ -171,6 +181,7 @@ struct Serve: AsyncParsableCommand {
         options.privateKeyPath = key
         options.clientCAPath = clientCA
         options.plaintext = plaintext
+        options.plaintextClients = plaintextClients
         options.stateDirectory = stateDirectory
         options.allow = allow
         options.deny = deny
@@ -257,8 +268,14 @@ struct Serve: AsyncParsableCommand {
                 let hint = ClientCommandHint.make(
                     pinSHA256: identity.sha256FingerprintHex, listenHost: launch.settings.host, port: port,
                     requiresLogin: launch.settings.authentication != nil, interfaceAddresses: LocalInterfaceAddresses.systemAddresses(),
-                    runFromBuildFolder: CommandLine.arguments.first.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path.contains("/.build/") } ?? false)
+                    runFromBuildFolder: Self.runsFromBuildFolder)
                 logger.notice("connect with: \(hint.command)\(hint.note.map { " (\($0))" } ?? "")")
+            } else if launch.settings.tls == nil {
+                let hint = ClientCommandHint.make(
+                    pinSHA256: nil, listenHost: launch.settings.host, port: server.localAddress.port ?? 0,
+                    requiresLogin: launch.settings.authentication != nil, interfaceAddresses: LocalInterfaceAddresses.systemAddresses(),
+                    runFromBuildFolder: Self.runsFromBuildFolder)
+                logger.notice("connect with: \(hint.command), or Apple's sample app with server address \(hint.server)\(hint.note.map { " (\($0))" } ?? "")")
             }
             if let account {
                 // Undoing the TUN device's settings needs CAP_NET_ADMIN; without an IP layer nothing is kept.

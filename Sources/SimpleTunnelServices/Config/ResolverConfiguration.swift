@@ -38,6 +38,17 @@ public enum ResolverConfiguration {
         return DNSSettings(servers: servers, searchDomains: searchDomains)
     }
 
+    /// The loopback `nameserver` addresses of resolv.conf text, such as
+    /// systemd-resolved's stub 127.0.0.53: skipped by `dnsSettings`, and worth
+    /// telling the operator about when nothing else is left.
+    public static func loopbackNameservers(inResolvConf text: String) -> [IPAddress] {
+        text.split(whereSeparator: \.isNewline).compactMap { rawLine in
+            let words = rawLine.prefix { $0 != "#" && $0 != ";" }.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard words.first == "nameserver", words.count > 1, let address = IPAddress(words[1]), address.isLoopback else { return nil }
+            return address
+        }
+    }
+
     /// The text of `/etc/resolv.conf`, or nil when it cannot be read (the
     /// server then sends no DNS settings rather than failing to start).
     public static func readSystemResolvConf(path: String = systemPath) -> String? {

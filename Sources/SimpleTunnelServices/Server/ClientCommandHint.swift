@@ -5,6 +5,8 @@ public struct ClientCommandHint: Sendable, Equatable {
     public var command: String
     /// What to replace in it, if anything.
     public var note: String?
+    /// The server's address as the command names it (`HOST:PORT`).
+    public var server: String
 
     /// Stands for an address clients reach when the server cannot name one.
     public static let addressPlaceholder = "SERVER-ADDRESS"
@@ -13,10 +15,11 @@ public struct ClientCommandHint: Sendable, Equatable {
     ///   - listenHost: the server's `--host`; an unspecified address (`0.0.0.0`,
     ///     `::`) is no address to connect to, so one of `interfaceAddresses`
     ///     (not loopback or link-local; IPv4 first) stands in for it.
+    ///   - fingerprint: the certificate to pin; nil for a `--plaintext` server.
     ///   - requiresLogin: with `--users` or `--database`, the client needs `--user`.
     ///   - runFromBuildFolder: before installing, `tunnel-client` is `swift run tunnel-client`.
     public static func make(
-        pinSHA256 fingerprint: String, listenHost: String, port: Int, requiresLogin: Bool,
+        pinSHA256 fingerprint: String?, listenHost: String, port: Int, requiresLogin: Bool,
         interfaceAddresses: Set<IPAddress>, runFromBuildFolder: Bool
     ) -> ClientCommandHint {
         var notes: [String] = []
@@ -30,12 +33,14 @@ public struct ClientCommandHint: Sendable, Equatable {
                 notes.append("replace \(addressPlaceholder) with an address of this machine that your clients reach")
             }
         }
-        var command = (runFromBuildFolder ? "swift run " : "") + "tunnel-client config --server \(TunnelEndpoint(host: host, port: port)) --pin-sha256 \(fingerprint)"
+        let server = TunnelEndpoint(host: host, port: port).description
+        var command = (runFromBuildFolder ? "swift run " : "") + "tunnel-client config --server \(server) "
+            + (fingerprint.map { "--pin-sha256 \($0)" } ?? "--plaintext")
         if requiresLogin {
             command += " --user NAME"
             notes.append("NAME is a login of the users file; the password comes from --password-file FILE or $SIMPLETUNNEL_PASSWORD")
         }
-        return ClientCommandHint(command: command, note: notes.isEmpty ? nil : notes.joined(separator: "; "))
+        return ClientCommandHint(command: command, note: notes.isEmpty ? nil : notes.joined(separator: "; "), server: server)
     }
 
     private static func reachableAddress(among addresses: Set<IPAddress>) -> IPAddress? {

@@ -41,6 +41,9 @@ public final class TunnelServer: Sendable {
         public var tlsHandshakeTimeout: TimeAmount = .seconds(5)
         /// The dice of early drops, uniform in 0..<100; tests fix it.
         public var startupsRoll: ConnectionAdmission.Roll = { Int.random(in: 0..<100) }
+        /// Set: connections from addresses outside these networks are closed at accept, unread and
+        /// counted (`--plaintext-clients`, what lets the stock sample app's plaintext tunnels off loopback).
+        public var clientNetworks: IPNetworkList?
         /// Refusals a peer can cause are logged at most once per this interval, with counts.
         public var refusalLogInterval: TimeAmount = .seconds(10)
 
@@ -63,6 +66,7 @@ public final class TunnelServer: Sendable {
             limits.startups = startups
             limits.startupsPerAddress = startupsPerAddress
             limits.tunnels = maximumTunnels
+            limits.clientNetworks = clientNetworks
             return limits
         }
 

@@ -11,6 +11,8 @@ public struct TunnelServerLaunchOptions: Sendable {
     public var privateKeyPath: String?
     public var clientCAPath: String?
     public var plaintext = false
+    /// `--plaintext-clients CIDR[,CIDR…]`: the only networks a `--plaintext` server off loopback takes connections from.
+    public var plaintextClients: String?
     public var stateDirectory: String?
     public var allow: [String] = []
     public var deny: [String] = []
@@ -110,7 +112,9 @@ public struct TunnelServerLaunch: Sendable {
         settings.maximumTunnels = try positive(options.maximumTunnels ?? limits.tunnels, "--max-tunnels")
         settings.multiplexerLimits.maximumFlows = try positive(options.maximumFlowsPerTunnel ?? limits.flowsPerTunnel, "--max-flows-per-tunnel")
         settings.multiplexerLimits.maximumUDPFlows = try positive(options.maximumUDPFlowsPerTunnel ?? limits.udpFlowsPerTunnel, "--max-udp-flows-per-tunnel")
-        settings.firstMessageTimeout = try seconds(options.firstMessageTimeout, orElse: limits.firstMessageTimeout, "--first-message-timeout")
+        settings.firstMessageTimeout = try seconds(
+            options.firstMessageTimeout, orElse: limits.configuredFirstMessageTimeout ?? Self.defaultFirstMessageTimeout(plaintext: options.plaintext),
+            "--first-message-timeout")
         settings.opener.connectTimeout = try seconds(options.connectTimeout, orElse: limits.connectTimeout, "--connect-timeout")
         settings.multiplexerLimits.udpIdleTimeout = try seconds(options.udpIdleTimeout, orElse: limits.udpIdleTimeout, "--udp-idle-timeout")
         try applyAdmissionLimits(options, limits, to: &settings)
@@ -157,10 +161,12 @@ public struct TunnelServerLaunch: Sendable {
         launch.database = database
         launch.warnings += Self.refusedDNSServers(configuration, policy: policy)
         launch.warnings += [socketWarning].compactMap { $0 }
+        launch.warnings += Self.dnsHint(configuration, resolvConf: resolvConf)
         let clientCA = options.clientCAPath ?? server.clientCAPath
-        if options.plaintext {
-            guard loopback else { throw TunnelServerLaunchError.plaintextOffLoopback(settings.host) }
-            launch.warnings.append("--plaintext: the tunnel is not encrypted; use it only with Apple's stock sample app on this machine")
+        let plaintextMode = try Self.plaintextMode(options, host: settings.host, loopback: loopback)
+        if let plaintextMode {
+            launch.settings.clientNetworks = plaintextMode.clientNetworks
+            launch.warnings.append(plaintextMode.warning(firstMessageTimeout: settings.firstMessageTimeout))
             return launch
         }
         guard loopback || clientCA != nil || settings.authentication != nil else {
@@ -324,7 +330,9 @@ public enum TunnelServerLaunchError: Error, CustomStringConvertible {
         case .invalidOption(let reason):
             return reason
         case .plaintextOffLoopback(let host):
-            return "--plaintext is only allowed on a loopback address, not \(host): an unencrypted tunnel must not cross a network"
+            return "--plaintext on \(host) needs --plaintext-clients CIDR[,CIDR…], the networks whose devices may connect "
+                + "(such as --plaintext-clients 192.168.1.0/24): a tunnel without TLS has no encryption and no authentication, "
+                + "so it must not be open to everyone who reaches \(host). Or listen on 127.0.0.1"
         case .unauthenticatedPublicListener(let host):
             return "refusing to listen on \(host) without client authentication: anyone who can reach it could use this server as a proxy. "
                 + "Require client certificates with --client-ca FILE (or Server.ClientCA in the configuration), or passwords with --users FILE, or listen on 127.0.0.1"

@@ -11,7 +11,7 @@ struct ClientCommandHintTests {
     }
 
     @Test func aLoopbackServerPrintsItsOwnAddress() {
-        #expect(Self.hint(host: "127.0.0.1") == ClientCommandHint(command: "tunnel-client config --server 127.0.0.1:4433 --pin-sha256 \(Self.pin)", note: nil))
+        #expect(Self.hint(host: "127.0.0.1") == ClientCommandHint(command: "tunnel-client config --server 127.0.0.1:4433 --pin-sha256 \(Self.pin)", note: nil, server: "127.0.0.1:4433"))
         #expect(Self.hint(host: "::1").command.contains("--server [::1]:4433 "))
     }
 
@@ -49,5 +49,12 @@ struct ClientCommandHintTests {
         #expect(AppleCommandLine.misspeltSubcommand(["passwd", "alice"], subcommands: ["serve", "passwd"]) == nil)
         #expect(AppleCommandLine.misspeltSubcommand(["--port", "1"], subcommands: ["serve", "passwd"]) == nil)
         #expect(AppleCommandLine.misspeltSubcommand(["elephant"], subcommands: ["serve", "passwd"]) == nil)
+    }
+
+    @Test func aPlaintextServerPrintsThePlaintextCommandWithAReachableAddress() {
+        let hint = ClientCommandHint.make(
+            pinSHA256: nil, listenHost: "0.0.0.0", port: 8890, requiresLogin: false, interfaceAddresses: Self.interfaces, runFromBuildFolder: false)
+        #expect(hint.command == "tunnel-client config --server 10.1.2.3:8890 --plaintext")
+        #expect(hint.server == "10.1.2.3:8890")
     }
 }

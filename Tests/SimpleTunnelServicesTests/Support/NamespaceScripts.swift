@@ -1,5 +1,52 @@
 /// Small independent peers, run with `python3 -c` inside a namespace.
 enum NamespaceScripts {
+    /// Apple's stock app proxy, by hand: plain TCP, a length-prefixed binary
+    /// plist `open` for a TCP flow (port as a string), then an HTTP request on
+    /// the flow. Arguments: server, port, source address, target, target port.
+    /// Prints "closed unanswered" when the server closes without a reply,
+    /// else "open result N" and the first bytes of the answer.
+    static let sampleAppPeer = """
+    import plistlib, socket, struct, sys
+    server, port, source, target, target_port = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+    def frame(message):
+        body = plistlib.dumps(message, fmt=plistlib.FMT_BINARY)
+        return struct.pack("<I", len(body) + 4) + body
+    def receive(sock, count):
+        data = b""
+        while len(data) < count:
+            chunk = sock.recv(count - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+    def message(sock):
+        head = receive(sock, 4)
+        body = head and receive(sock, struct.unpack("<I", head)[0] - 4)
+        return plistlib.loads(body) if body else None
+    try:
+        sock = socket.create_connection((server, port), timeout=10, source_address=(source, 0))
+        sock.sendall(frame({"identifier": 7, "command": 6, "tunnel-type": 0, "app-proxy-flow-type": 1, "host": target, "port": target_port}))
+        reply = message(sock)
+    except (ConnectionResetError, BrokenPipeError):
+        reply = None
+    except socket.timeout:
+        print("no answer and not closed")
+        sys.exit(1)
+    if reply is None:
+        print("closed unanswered")
+        sys.exit(0)
+    print("open result", reply.get("result-code"))
+    sock.sendall(frame({"identifier": 7, "command": 1, "data": b"GET / HTTP/1.0\\r\\n\\r\\n"}))
+    answer = b""
+    while b"\\r\\n" not in answer:
+        reply = message(sock)
+        if reply is None:
+            break
+        if reply.get("command") == 1:
+            answer += reply.get("data", b"")
+    print("answer", answer.split(b"\\r\\n")[0].decode(errors="replace"))
+    """
+
     /// `ping -c 1` for machines without iputils: one ICMP echo over a raw
     /// socket. Arguments: address, timeout seconds. Exit 0 on a reply.
     static let ping = """

@@ -10,6 +10,9 @@ public struct AdmissionControl: Sendable {
         /// Unauthenticated connections from one address (an IPv6 /64).
         public var startupsPerAddress = 16
         public var tunnels = 256
+        /// Set: only peers in these networks may connect at all (`--plaintext-clients`);
+        /// others are refused before their first byte is read.
+        public var clientNetworks: IPNetworkList?
 
         public init() {}
     }
@@ -32,8 +35,11 @@ public struct AdmissionControl: Sendable {
         unauthenticatedByGroup[group] ?? 0
     }
 
-    /// A connection was accepted from `group`; `roll` is uniform in 0..<100.
-    public mutating func accept(from group: ClientAddressGroup, roll: Int) -> Decision {
+    /// A connection was accepted from `address` (nil when not an IP peer), whose
+    /// budgets are kept for `group`; `roll` is uniform in 0..<100.
+    public mutating func accept(from group: ClientAddressGroup, address: IPAddress? = nil, roll: Int) -> Decision {
+        // First: a peer that may not connect at all is refused as such, whatever else is full.
+        if let networks = limits.clientNetworks, !(address.map(networks.contains) ?? false) { return .refuse(.unlistedAddress) }
         // Checked first: nothing the per-address or random rules say matters when no tunnel could follow.
         if tunnels >= limits.tunnels { return .refuse(.tunnelsFull) }
         if unauthenticated(from: group) >= limits.startupsPerAddress { return .refuse(.perAddress) }

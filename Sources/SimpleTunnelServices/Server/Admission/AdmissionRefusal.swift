@@ -1,6 +1,8 @@
 /// Why a connection was turned away or cut off before it became a tunnel;
 /// the raw value labels the metric.
 public enum AdmissionRefusal: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// The peer's address is outside the networks that may connect (`--plaintext-clients`).
+    case unlistedAddress = "unlisted_address"
     case tunnelsFull = "tunnels_full"
     case startupsFull = "startups_full"
     case earlyDrop = "early_drop"
@@ -10,6 +12,7 @@ public enum AdmissionRefusal: String, Sendable, Hashable, CaseIterable, CustomSt
 
     public var description: String {
         switch self {
+        case .unlistedAddress: return "the address is not in --plaintext-clients"
         case .tunnelsFull: return "the server serves as many tunnels as it may"
         case .startupsFull: return "too many connections have not finished TLS and login"
         case .earlyDrop: return "dropped early: many connections have not finished TLS and login"

@@ -30,10 +30,11 @@ public final class ConnectionAdmission: Sendable {
     /// Decides about a just-accepted connection; nil when it is refused (and already counted and logged).
     func accept(from peer: SocketAddress?) -> AdmissionTicket? {
         let group = ClientAddressGroup(peer)
+        let address = peer.flatMap(IPAddress.init)
         let roll = self.roll()
-        let decision = control.withLockedValue { $0.accept(from: group, roll: roll) }
+        let decision = control.withLockedValue { $0.accept(from: group, address: address, roll: roll) }
         if case .refuse(let refusal) = decision {
-            refused(refusal)
+            refused(refusal, address: address)
             return nil
         }
         metrics?.unauthenticatedConnections.increment()
@@ -78,10 +79,15 @@ public final class ConnectionAdmission: Sendable {
         return ["unauthenticated": "\(state.unauthenticated)", "tunnels": "\(state.tunnels)"]
     }
 
-    /// Counts and (rate-limited) logs a connection turned away or cut off before it became a tunnel.
-    func refused(_ refusal: AdmissionRefusal) {
+    /// Counts and (rate-limited) logs a connection turned away or cut off before it became a tunnel;
+    /// the line names the address when the refusal is about who the peer is.
+    func refused(_ refusal: AdmissionRefusal, address: IPAddress? = nil) {
         metrics?.admissionRefusal(refusal)
-        log.note(refusal, metadata: self.currentMetadata)
+        log.note(refusal, metadata: {
+            var metadata = self.currentMetadata
+            if refusal == .unlistedAddress { metadata["address"] = "\(address.map { "\($0.unmapped)" } ?? "unknown")" }
+            return metadata
+        }())
     }
 }
 

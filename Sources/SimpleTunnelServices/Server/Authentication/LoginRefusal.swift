@@ -7,7 +7,6 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
     case oversized
     case malformedLogin = "malformed_login"
     case directoryUnavailable = "login_directory_unavailable"
-    case malformedLogin = "malformed_login"
 
     /// Whether the peer is told its login was refused before the tunnel closes. Not when
     /// there was no login, nor when the server was too busy to check it or could not look it up: a client takes
@@ -25,9 +24,10 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
         case .rateLimited: return "too many failed logins from one address; try again later"
         case .busy: return "too many logins are being checked"
         case .oversized: return "the login, or what followed it before the answer, was too large"
-        case .malformedLogin: return "the login is not one passwd could have made (1 to 64 characters, no ':', spaces or control characters)"
+        case .malformedLogin:
+            return "the login is not one passwd could have made (1 to 64 characters, no ':', spaces or control characters), "
+                + "or the logins' store refuses it; counted as a failed login"
         case .directoryUnavailable: return "the logins cannot be looked up (the database is unreachable); the client will retry"
-        case .malformedLogin: return "the login holds what the logins' store refuses (a NUL byte, say); counted as a failed login"
         }
     }
 }

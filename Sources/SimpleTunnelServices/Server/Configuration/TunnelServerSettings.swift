@@ -50,7 +50,14 @@ public struct TunnelServerSettings: Sendable, Hashable {
         /// Concurrent tunnels on the server (`Tunnels`).
         public var tunnels: Int
         /// Time for a client to finish TLS and send its first message (`FirstMessageTimeout`).
-        public var firstMessageTimeout: Duration
+        public var firstMessageTimeout: Duration {
+            get { configuredFirstMessageTimeout ?? Self.defaultFirstMessageTimeout }
+            set { configuredFirstMessageTimeout = newValue }
+        }
+        /// `FirstMessageTimeout` as the file gives it; nil = left out, so the mode's
+        /// default applies (minutes with `--plaintext`, see `TunnelServerLaunch`).
+        public var configuredFirstMessageTimeout: Duration?
+        public static let defaultFirstMessageTimeout: Duration = .nanoseconds(TunnelServer.Settings().firstMessageTimeout.nanoseconds)
         /// Time to connect to a TCP flow's destination (`ConnectTimeout`).
         public var connectTimeout: Duration
         /// A UDP flow with no datagram either way for this long is closed (`UDPIdleTimeout`).
@@ -84,7 +91,7 @@ public struct TunnelServerSettings: Sendable, Hashable {
         public init(
             flowsPerTunnel: Int = TunnelMultiplexer.Limits().maximumFlows,
             tunnels: Int = TunnelServer.Settings().maximumTunnels,
-            firstMessageTimeout: Duration = .nanoseconds(TunnelServer.Settings().firstMessageTimeout.nanoseconds),
+            firstMessageTimeout: Duration? = nil,
             connectTimeout: Duration = .nanoseconds(ServerFlowOpener.Settings().connectTimeout.nanoseconds),
             udpIdleTimeout: Duration = .nanoseconds(TunnelMultiplexer.Limits().udpIdleTimeout.nanoseconds),
             udpFlowsPerTunnel: Int = TunnelMultiplexer.Limits().maximumUDPFlows,
@@ -93,7 +100,7 @@ public struct TunnelServerSettings: Sendable, Hashable {
         ) {
             self.flowsPerTunnel = flowsPerTunnel
             self.tunnels = tunnels
-            self.firstMessageTimeout = firstMessageTimeout
+            self.configuredFirstMessageTimeout = firstMessageTimeout
             self.connectTimeout = connectTimeout
             self.udpIdleTimeout = udpIdleTimeout
             self.udpFlowsPerTunnel = udpFlowsPerTunnel

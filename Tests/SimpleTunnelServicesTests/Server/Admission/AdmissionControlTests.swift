@@ -33,6 +33,25 @@ struct AdmissionControlTests {
         #expect(control.unauthenticated == 4)
     }
 
+    @Test func onlyListedNetworksMayConnectAndOthersAreRefusedFirst() throws {
+        var limits = AdmissionControl.Limits()
+        limits.clientNetworks = try IPNetworkList(parsing: "192.168.1.0/24,fd00:1::/64")
+        limits.tunnels = 1
+        var control = AdmissionControl(limits: limits)
+        let listed = try #require(IPAddress("192.168.1.20"))
+        #expect(control.accept(from: ClientAddressGroup(listed), address: listed, roll: 99) == .admit)
+        let v6 = try #require(IPAddress("fd00:1::9"))
+        #expect(control.accept(from: ClientAddressGroup(v6), address: v6, roll: 99) == .admit)
+        let other = try #require(IPAddress("192.168.2.20"))
+        #expect(control.accept(from: ClientAddressGroup(other), address: other, roll: 99) == .refuse(.unlistedAddress))
+        #expect(control.accept(from: ClientAddressGroup(text: "unknown"), roll: 99) == .refuse(.unlistedAddress), "a peer without an address is not listed")
+        // Named as what it is even when the server is full.
+        #expect(control.promote(from: ClientAddressGroup(listed)) == .admit)
+        #expect(control.accept(from: ClientAddressGroup(other), address: other, roll: 99) == .refuse(.unlistedAddress))
+        #expect(control.accept(from: ClientAddressGroup(listed), address: listed, roll: 99) == .refuse(.tunnelsFull))
+        #expect(control.unauthenticated == 1, "refused peers hold nothing")
+    }
+
     @Test func anIPv6Slash64IsOneAddress() {
         let first = ClientAddressGroup(text: "2001:db8:1:2::1")
         #expect(first == ClientAddressGroup(text: "2001:db8:1:2:ffff:ffff:ffff:ffff"))
