@@ -4,11 +4,11 @@
 Everything runs in a network namespace this script creates and deletes, so
 the README's own ports (4433, 8080, 1080, 5353, 9464) and names work without
 touching the host: `/etc/netns/NAME/hosts` makes `vpn.example.com` loopback and
-`example.internal` 10.0.0.80 (an address of the namespace's loopback device:
-a server listening on 0.0.0.0 refuses loopback destinations by default),
-`/etc/netns/NAME/resolv.conf` points at nothing, an HTTP server answers on
-example.internal:80 and a UDP echo on 10.0.0.53:53 (the README's
-destinations), and the TUN devices of the VPN example live there.
+`example.internal` 10.0.0.80, `/etc/netns/NAME/resolv.conf` points at nothing,
+and the TUN devices of the VPN example live there. The README's destinations,
+an HTTP server on example.internal:80 and a UDP echo on 10.0.0.53:53, run in a
+second namespace behind it (over a veth pair), as a network behind a server
+is: a server listening on 0.0.0.0 refuses its own addresses and loopback.
 
 Each command is taken from README.md by its first words, so a command that
 changes in the README is run as changed, and one that disappears fails here.
@@ -44,6 +44,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 README = os.path.join(ROOT, "README.md")
 NAMESPACE = f"st-readme-{os.getpid()}"
+DESTINATIONS = f"st-readme-dest-{os.getpid()}"
 PAGE = b"served on example.internal:80 inside the namespace\n"
 PASSWORD = "correct horse battery staple"
 
@@ -58,11 +59,11 @@ def readme_text():
 
 
 def readme_commands():
-    """Every command of the README's sh blocks: continuation lines joined, comments dropped."""
+    """Every command of the README's sh and bash blocks: continuation lines joined, comments dropped."""
     commands, block, pending = [], False, ""
     for line in readme_text().splitlines():
         if line.startswith("```"):
-            block = line.strip() == "```sh" if not block else False
+            block = line.strip() in ("```sh", "```bash") if not block else False
             continue
         if not block:
             continue
@@ -107,13 +108,26 @@ def outside():
         with open(f"{names}/resolv.conf", "w") as resolv:
             resolv.write("nameserver 127.0.0.1\n")
         subprocess.run(["ip", "netns", "add", NAMESPACE], check=True)
+        subprocess.run(["ip", "netns", "add", DESTINATIONS], check=True)
         try:
-            subprocess.run(["ip", "-n", NAMESPACE, "link", "set", "lo", "up"], check=True)
-            for address in ("10.0.0.53/32", "10.0.0.80/32"):
-                subprocess.run(["ip", "-n", NAMESPACE, "addr", "add", address, "dev", "lo"], check=True)
-            inside = subprocess.run(["ip", "netns", "exec", NAMESPACE, sys.executable, __file__, "--inside"])
+            for namespace in (NAMESPACE, DESTINATIONS):
+                subprocess.run(["ip", "-n", namespace, "link", "set", "lo", "up"], check=True)
+            subprocess.run(["ip", "-n", NAMESPACE, "link", "add", "to-dest", "type", "veth", "peer", "name", "to-main",
+                            "netns", DESTINATIONS], check=True)
+            subprocess.run(["ip", "-n", NAMESPACE, "addr", "add", "10.0.0.1/24", "dev", "to-dest"], check=True)
+            subprocess.run(["ip", "-n", NAMESPACE, "link", "set", "to-dest", "up"], check=True)
+            for address in ("10.0.0.53/24", "10.0.0.80/24"):
+                subprocess.run(["ip", "-n", DESTINATIONS, "addr", "add", address, "dev", "to-main"], check=True)
+            subprocess.run(["ip", "-n", DESTINATIONS, "link", "set", "to-main", "up"], check=True)
+            destinations = subprocess.Popen(["ip", "netns", "exec", DESTINATIONS, sys.executable, __file__, "--destinations"])
+            try:
+                inside = subprocess.run(["ip", "netns", "exec", NAMESPACE, sys.executable, __file__, "--inside"])
+            finally:
+                destinations.kill()
+                destinations.wait()
             sys.exit(inside.returncode)
         finally:
+            subprocess.run(["ip", "netns", "del", DESTINATIONS])
             subprocess.run(["ip", "netns", "del", NAMESPACE])
     finally:
         for name in ("hosts", "resolv.conf"):
@@ -228,6 +242,11 @@ def udp_exchange(port):
         return udp.recvfrom(2048)[0] == b"a datagram"
 
 
+def http_reachable(host, port):
+    with socket.create_connection((host, port), timeout=1):
+        return True
+
+
 def destinations():
     """The README's destinations: an HTTP server on example.internal:80, a UDP echo on 10.0.0.53:53."""
     class Page(BaseHTTPRequestHandler):
@@ -261,7 +280,7 @@ def first_run(run, commands):
     if not match or "no IP layer" not in log:
         raise Failure(f"the first run's log is not as the README shows:\n{log}")
     hex_pin = match.group(2)
-    printed = run.shell(match.group(1))  # the command it prints, pasted
+    printed = run.shell(run.adapt(match.group(1), []))  # the command it prints, pasted (swift run: from the package folder)
     json.loads(printed)
     pin = [("HEX", hex_pin)]
     json.loads(run.shell(run.adapt(command("swift run tunnel-client config --server 127.0.0.1:4433", commands), pin)))
@@ -288,7 +307,7 @@ def first_run(run, commands):
 
 def certificates_and_vpn(run, commands):
     """The openssl recipe and server.plist, then the VPN's server and client in this namespace."""
-    recipe = re.search(r"```sh\n(openssl req -x509.*?\nEOF\n)```", readme_text(), re.S)
+    recipe = re.search(r"```bash\n(?:#[^\n]*\n)*(openssl req -x509.*?\nEOF\n)```", readme_text(), re.S)
     if not recipe:
         raise Failure("README.md has no CA recipe block starting with 'openssl req -x509'")
     run.shell(recipe.group(1))
@@ -355,7 +374,11 @@ def logins_and_metrics(run, commands):
     server, _ = run.start(metrics_flag.group(1), lambda log: "listening on 127.0.0.1:4433" in log, "metrics-server")
     metrics = eventually(lambda: (lambda m: m if "simpletunnel_tunnels" in m else None)(
         run.shell("curl -s http://127.0.0.1:9464/metrics")), "the metrics page")
-    for name in re.findall(r"`(simpletunnel_\w+)", readme_text()):
+    # The paragraph that lists the metrics (table names elsewhere share the prefix).
+    listing = re.search(r"serves Prometheus metrics.*?\n\n", readme_text(), re.S)
+    if not listing:
+        raise Failure("README.md has no paragraph saying which Prometheus metrics it serves")
+    for name in re.findall(r"`(simpletunnel_\w+)", listing.group(0)):
         if name not in metrics:
             raise Failure(f"the README names {name}, which /metrics does not serve:\n{metrics}")
     run.stop(server)
@@ -368,7 +391,7 @@ def inside():
         if not os.access(f"{bin_path}/{program}", os.X_OK):
             sys.exit(f"readme: {bin_path}/{program} is missing; run `swift build` first")
     commands = readme_commands()
-    destinations()
+    eventually(lambda: http_reachable("10.0.0.80", 80), "the HTTP server behind the namespace")
     work = tempfile.mkdtemp(prefix="readme-")
     run = Run(work, bin_path)
     try:
@@ -384,5 +407,16 @@ def inside():
     print("readme: every command run here worked as written")
 
 
+def serve_destinations():
+    """In the destinations' namespace: serve until killed."""
+    destinations()
+    threading.Event().wait()
+
+
 if __name__ == "__main__":
-    inside() if sys.argv[1:] == ["--inside"] else outside()
+    if sys.argv[1:] == ["--inside"]:
+        inside()
+    elif sys.argv[1:] == ["--destinations"]:
+        serve_destinations()
+    else:
+        outside()

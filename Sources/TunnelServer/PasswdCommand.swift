@@ -18,8 +18,8 @@ struct Passwd: AsyncParsableCommand {
     @Argument(help: "The login to add or replace (or remove, with --remove).")
     var login: String?
 
-    @Option(help: "The users file; created (mode 0600, its folder 0700) when missing.")
-    var users = "users"
+    @Option(help: "The users file the server's --users names (such as /etc/simpletunnel/users); created (mode 0600, its folder 0700) when missing. Required without --database.")
+    var users: String?
 
     @Option(help: "Write the login to this PostgreSQL database instead of a users file: postgres://USER@HOST:PORT/DATABASE.")
     var database: String?
@@ -40,6 +40,9 @@ struct Passwd: AsyncParsableCommand {
     var owner: String?
 
     func validate() throws {
+        if database == nil, users == nil {
+            throw ValidationError("give --users FILE, the file the server's --users names (such as /etc/simpletunnel/users), or --database URL")
+        }
         if list {
             guard login == nil, !remove else { throw ValidationError("--list takes no login and no --remove") }
             return
@@ -52,7 +55,7 @@ struct Passwd: AsyncParsableCommand {
             throw ValidationError("--iterations \(iterations): at least \(PasswordHash.minimumIterations)")
         }
         if let owner {
-            do { _ = try Privileges.account(named: owner) } catch { throw ValidationError("--owner: \(error)") }
+            do { _ = try Privileges.account(named: owner) } catch { throw ValidationError("--owner \(owner): \(error)") }
         }
     }
 
@@ -62,11 +65,14 @@ struct Passwd: AsyncParsableCommand {
                 throw ValidationError("--list, --remove and --owner work on a users file, not with --database")
             }
             guard let login else { return }
-            let password = try PasswordReader.read(prompt: "Password for \(login): ")
-            guard !password.isEmpty else { throw ValidationError("the password is empty") }
+            let password = try PasswordReader.readNew(for: login)
             return try await save(login, try PasswordHash(password: password, iterations: iterations), in: database)
         }
+        guard let users else { return }
         let exists = FileManager.default.fileExists(atPath: users)
+        guard exists || !(list || remove) else {
+            throw ValidationError("\(users) does not exist: no users to \(list ? "list" : "remove from"); add one with `tunnel-server passwd LOGIN --users \(users)`")
+        }
         var database = exists ? try UserDatabase.load(path: users) : UserDatabase()
         if list {
             for login in database.users.keys.sorted() { print(login) }
@@ -81,8 +87,7 @@ struct Passwd: AsyncParsableCommand {
         }
         let account = try owner.map { name throws(PrivilegeError) in try Privileges.account(named: name) }
         let folder = try UsersFileFolder.ensure(for: users, owner: account)
-        let password = try PasswordReader.read(prompt: "Password for \(login): ")
-        guard !password.isEmpty else { throw ValidationError("the password is empty") }
+        let password = try PasswordReader.readNew(for: login)
         let replaced = database.users[login] != nil
         database.set(login, hash: try PasswordHash(password: password, iterations: iterations))
         try database.write(to: users)
@@ -133,6 +138,18 @@ enum UsersFileFolder {
 
 /// Reads a password: from the terminal with echo off, else one line of standard input.
 enum PasswordReader {
+    /// A new password: on a terminal it is asked twice and the two must match,
+    /// as passwd(1) does; from a pipe, one line.
+    static func readNew(for login: String) throws -> String {
+        let password = try read(prompt: "Password for \(login): ")
+        guard !password.isEmpty else { throw ValidationError("the password is empty") }
+        guard isatty(STDIN_FILENO) == 1 else { return password }
+        guard try read(prompt: "Again, to check: ") == password else {
+            throw ValidationError("the two passwords differ; nothing was changed")
+        }
+        return password
+    }
+
     static func read(prompt: String) throws -> String {
         guard isatty(STDIN_FILENO) == 1 else {
             return readLine(strippingNewline: true) ?? ""

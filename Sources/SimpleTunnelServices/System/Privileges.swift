@@ -41,7 +41,9 @@ public enum Privileges {
         var buffer = [CChar](repeating: 0, count: 16384)
         let status = getpwnam_r(name, &entry, &buffer, buffer.count, &result)
         guard status == 0, let found = result else {
-            throw PrivilegeError("--run-as \(name): no such user")
+            throw PrivilegeError(
+                "no such user \(name); create it as a system user with `useradd --system --no-create-home --shell /usr/sbin/nologin \(name)` "
+                    + "(the Debian package creates simpletunnel)")
         }
         return Account(name: name, uid: found.pointee.pw_uid, gid: found.pointee.pw_gid)
     }

@@ -7,7 +7,7 @@ import Testing
 /// The built programs as a user runs them: what they say when a port is
 /// taken, a number is out of range, a file is too open, and what they leave
 /// alone. Each runs the real executable from the build folder.
-@Suite("Command line: errors that say what to do")
+@Suite("Command line: errors that say what to do", .timeLimit(.minutes(3)))
 struct CommandLineTests {
     static let group = MultiThreadedEventLoopGroup.singleton
 
@@ -178,5 +178,35 @@ struct CommandLineTests {
         let removed = try await Self.run(BuiltPrograms.tunnelServer, ["passwd", "dave", "--remove", "--users", users])
         #expect(removed.output.contains("dave removed"), "\(removed.output)")
         #expect(try UserDatabase.load(path: users).users.isEmpty)
+    }
+
+    @Test func passwdSaysWhatIsMissingInsteadOfGuessing() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let noFile = try await Self.run(BuiltPrograms.tunnelServer, ["passwd", "erin"], input: "pw\n")
+        #expect(noFile.status == 64 && noFile.output.contains("give --users FILE"), "\(noFile)")
+        let missing = folder + "/nobody-here"
+        let listed = try await Self.run(BuiltPrograms.tunnelServer, ["passwd", "--list", "--users", missing])
+        #expect(listed.status != 0 && listed.output.contains("\(missing) does not exist: no users to list"), "\(listed)")
+        let removed = try await Self.run(BuiltPrograms.tunnelServer, ["passwd", "erin", "--remove", "--users", missing])
+        #expect(removed.status != 0 && removed.output.contains("does not exist"), "\(removed)")
+        #expect(!FileManager.default.fileExists(atPath: missing))
+        let owner = try await Self.run(BuiltPrograms.tunnelServer, ["passwd", "erin", "--users", missing, "--owner", "no-such-user-here"])
+        #expect(owner.status == 64 && owner.output.contains("useradd --system"), "\(owner)")
+    }
+
+    /// On a terminal the new password is asked twice, as passwd(1) does (`script` gives the program one).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) from util-linux"))
+    func passwdOnATerminalAsksTwiceAndRefusesAMismatch() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let users = folder + "/users"
+        let command = "\(BuiltPrograms.tunnelServer) passwd frank --users \(users) --iterations 100000"
+        let mismatch = try await Self.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "one\ntwo\n")
+        #expect(mismatch.status != 0 && mismatch.output.contains("the two passwords differ"), "\(mismatch)")
+        #expect(!FileManager.default.fileExists(atPath: users))
+        let matched = try await Self.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "same\nsame\n")
+        #expect(matched.status == 0 && matched.output.contains("added frank"), "\(matched)")
+        #expect(try UserDatabase.load(path: users).verify(login: "frank", password: "same"))
     }
 }

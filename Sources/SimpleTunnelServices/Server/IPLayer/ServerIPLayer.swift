@@ -42,7 +42,10 @@ public final class ServerIPLayer: Sendable {
                 } else {
                     metrics?.leases.increment()
                 }
-                let endpoint = ServerIPFlowEndpoint(identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop)
+                // Who has which address: the line an operator looks for when a packet's source must be named.
+                logger.notice("leased \(lease.address)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
+                let endpoint = ServerIPFlowEndpoint(
+                    identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop, logger: logger, client: client)
                 if let peer {
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
@@ -72,13 +75,20 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
     let lease: AddressPool.Lease
     private weak var sink: FlowEventSink?
     private let layer: ServerIPLayer
+    private let logger: Logger
+    private let client: String?
     private var attached = true
 
-    init(identifier: TunnelConnectionIdentifier, lease: AddressPool.Lease, sink: FlowEventSink, layer: ServerIPLayer, eventLoop: EventLoop) {
+    init(
+        identifier: TunnelConnectionIdentifier, lease: AddressPool.Lease, sink: FlowEventSink, layer: ServerIPLayer, eventLoop: EventLoop,
+        logger: Logger, client: String?
+    ) {
         self.identifier = identifier
         self.lease = lease
         self.sink = sink
         self.layer = layer
+        self.logger = logger
+        self.client = client
         // Until close() detaches it (or a newer session of the client takes the address), the router holds this endpoint.
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
         layer.router.attach(lease.address, holder: lease.holder, eventLoop: eventLoop) { packets in
@@ -99,6 +109,7 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
         guard attached else { return }
         attached = false
         layer.release(lease)
+        logger.notice("released \(lease.address)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
     }
 
     // An IP flow carries packets only.

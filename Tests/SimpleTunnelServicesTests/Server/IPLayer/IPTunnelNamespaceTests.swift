@@ -204,9 +204,13 @@ struct IPTunnelNamespaceTests {
         #expect(result.status != 0)
         #expect(result.output.contains("refused"), "\(result.output)")
 
-        // When the first client goes away its lease (the lowest) is free again.
+        // The server's log says who has which address.
+        #expect(vpn.serverProcess?.outputSoFar.contains("leased 10.90.0.2") == true, "\(vpn.serverProcess?.outputSoFar ?? "")")
+        #expect(vpn.serverProcess?.outputSoFar.contains("CN=client-stun1") == true)
+
+        // When the first client goes away its lease (the lowest) is free again, and the log says so.
         one.terminate()
-        try await Task.sleep(for: .seconds(1))
+        #expect(await vpn.serverProcess?.waitForOutput(containing: "released 10.90.0.2", timeout: 10) != nil, "\(vpn.serverProcess?.outputSoFar ?? "")")
         _ = try await vpn.startClient(in: third, serverAddress: "198.18.13.1", device: "stun3")
         let addresses = try vpn.lab.run(in: third, ["ip", "-4", "addr", "show", "dev", "stun3"]).standardOutput
         #expect(addresses.contains("10.90.0.2"), "\(addresses)")
