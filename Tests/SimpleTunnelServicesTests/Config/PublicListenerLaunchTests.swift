@@ -92,4 +92,15 @@ struct PublicListenerLaunchTests {
         _ = counted.contains(IPAddress("10.0.0.1")!, now: start + .seconds(11))
         #expect(reads.withLockedValue { $0 } == 2)
     }
+
+    @Test func theHintToOpenALoopbackServiceSaysAnAllowRuleMakesAListAndTheStartLogSaysSo() throws {
+        let open = try Self.prepare(host: "0.0.0.0")
+        let refusal = open.settings.opener.authorizer.refusal(forHost: "127.0.0.1", port: 8000)
+        #expect(refusal?.contains("--allow 127.0.0.1:8000 opens it (with --allow '*' beside it") == true, "\(refusal ?? "")")
+        #expect(!open.policyNote.contains("allow list"))
+        let listed = try Self.prepare(host: "0.0.0.0", allow: ["127.0.0.1:8000"])
+        #expect(listed.policyNote.contains("make it an allow list: every other destination is refused (add --allow '*'"), "\(listed.policyNote)")
+        let kept = try Self.prepare(host: "0.0.0.0", allow: ["127.0.0.1:8000", "*"])
+        #expect(kept.policyNote.contains("allow list") && !kept.policyNote.contains("add --allow '*'"), "\(kept.policyNote)")
+    }
 }
