@@ -22,16 +22,22 @@ What is replaced, and why, is printed with each command:
     is `--owner nobody` (no such user here);
   - of `[--tun stun1] [--no-routes] [--dns]`, `--tun stun1 --no-routes`
     (one namespace holds both ends, so routing everything would loop).
+  - in the several-servers section, `sudo -u postgres` is `runuser -u
+    postgres --` against a throwaway cluster (initdb in a temporary folder,
+    listening on 127.0.0.1:5432, which `db.internal` names here), and `$DB`
+    is the address the README sets it to.
 Not run: the release build and install (slow; the debug build stands in),
-nft (absent on some machines; skipped saying so), the several-servers
-section (the PostgreSQL and HAProxy tests run it).
+nft (absent on some machines; skipped saying so), the load balancer (the
+HAProxy test runs it).
 
 Usage: python3 .ci/readme.py   (as root, after `swift build`)
 """
+import glob
 import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -104,7 +110,7 @@ def outside():
     os.makedirs(names)
     try:
         with open(f"{names}/hosts", "w") as hosts:
-            hosts.write("127.0.0.1 localhost vpn.example.com\n10.0.0.80 example.internal\n::1 localhost\n")
+            hosts.write("127.0.0.1 localhost vpn.example.com db.internal\n10.0.0.80 example.internal\n::1 localhost\n")
         with open(f"{names}/resolv.conf", "w") as resolv:
             resolv.write("nameserver 127.0.0.1\n")
         subprocess.run(["ip", "netns", "add", NAMESPACE], check=True)
@@ -384,6 +390,58 @@ def logins_and_metrics(run, commands):
     run.stop(server)
 
 
+def several_servers(run, commands):
+    """Several servers: the database's role and grants, passwd --database, a server with --database, a client's login."""
+    initdb = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not initdb:
+        raise Failure("PostgreSQL is not installed (apt-get install postgresql)")
+    binaries = os.path.dirname(initdb[-1])
+    cluster = tempfile.mkdtemp(prefix="readme-postgres-")
+    shutil.chown(cluster, "postgres", "postgres")
+    as_postgres = ["runuser", "-u", "postgres", "--"]
+
+    def postgres(*arguments):
+        subprocess.run(as_postgres + [f"{binaries}/{arguments[0]}", *arguments[1:]], cwd="/", check=True, capture_output=True)
+
+    postgres("initdb", "-D", f"{cluster}/data", "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync")
+    postgres("pg_ctl", "-D", f"{cluster}/data", "-l", f"{cluster}/log", "-w", "-t", "60",
+             "-o", f"-k {cluster} -c listen_addresses=127.0.0.1 -p 5432 -c fsync=off", "start")
+    try:
+        cluster_env = {"PGHOST": cluster, "PGPORT": "5432"}
+
+        def as_admin(text):
+            return text.replace("sudo -u postgres ", "runuser -u postgres -- ", 1)
+
+        install = command("sudo install -m 600 /dev/stdin /etc/simpletunnel/db-password", commands)
+        secret = re.search(r"<<< '([^']*)'", install)
+        if not secret:
+            raise Failure(f"the README's password file line gives no password: {install}")
+        run.shell(as_admin(command("sudo -u postgres createuser --pwprompt tunnel", commands)),
+                  stdin=f"{secret.group(1)}\n{secret.group(1)}\n", extra=cluster_env)
+        run.shell(as_admin(command("sudo -u postgres createdb", commands)), extra=cluster_env)
+        run.shell(as_admin(command("sudo -u postgres psql -d tunnel", commands)), extra=cluster_env)
+        etc = [("/etc/simpletunnel", f"{run.work}/etc/simpletunnel")]
+        os.makedirs(f"{run.work}/etc/simpletunnel", exist_ok=True)
+        run.shell(run.adapt(install, etc))
+        address = re.fullmatch(r"DB=(\S+)", command("DB=", commands))
+        if not address:
+            raise Failure("the README's several-servers block sets no DB=ADDRESS")
+        database = [("$DB", address.group(1))]
+        said = run.shell(run.adapt(command("tunnel-server passwd alice --database", commands), database + etc), stdin=PASSWORD + "\n")
+        if "saved" not in said:
+            raise Failure(f"passwd --database did not save alice: {said}")
+        server, _ = run.start(run.adapt(command("sudo tunnel-server --host 0.0.0.0 --config server.plist", commands), database + etc),
+                              lambda log: "listening on 0.0.0.0:4433" in log, "database-server")
+        configuration = run.shell("tunnel-client config --server vpn.example.com:4433 --ca ca.pem --user alice --once",
+                                  extra={"SIMPLETUNNEL_PASSWORD": PASSWORD})
+        json.loads(configuration)
+        run.stop(server)
+    finally:
+        subprocess.run(as_postgres + [f"{binaries}/pg_ctl", "-D", f"{cluster}/data", "-w", "-m", "immediate", "stop"],
+                       cwd="/", capture_output=True)
+        shutil.rmtree(cluster, ignore_errors=True)
+
+
 def inside():
     bin_path = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
@@ -395,7 +453,7 @@ def inside():
     work = tempfile.mkdtemp(prefix="readme-")
     run = Run(work, bin_path)
     try:
-        for part in (first_run, certificates_and_vpn, logins_and_metrics):
+        for part in (first_run, certificates_and_vpn, logins_and_metrics, several_servers):
             print(f"== {part.__doc__.splitlines()[0]}", flush=True)
             part(run, commands)
     except (Failure, subprocess.TimeoutExpired, json.JSONDecodeError) as error:
