@@ -133,6 +133,9 @@ public final class TunnelMultiplexer {
         self.suspendAllowance = SuspendAllowance(perFlow: limits.suspendAllowance, perTunnel: limits.tunnelSuspendAllowance)
     }
 
+    /// Whether any flow is open or opening: such a tunnel is never idle.
+    public var holdsFlows: Bool { !flows.isEmpty }
+
     /// Counters of this tunnel, for logs and status.
     public var currentStatistics: TunnelStatistics {
         var snapshot = statistics
