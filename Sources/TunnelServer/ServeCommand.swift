@@ -120,7 +120,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Serve Prometheus metrics at http://ADDR:PORT/metrics (off by default).")
     var metrics: String?
 
-    @Option(name: .customLong("idle-timeout"), help: "Seconds a tunnel may stay silent before it is closed; 0 for never. Default 900.", transform: UserSeconds.zeroOrPositive)
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a tunnel with no open flow may stay silent before it is closed; 0 for never. Default 900.", transform: UserSeconds.zeroOrPositive)
     var idleTimeout: Double?
 
     @Option(help: "Start the IP layer on this TUN device (a name, or a pattern like stun%d); failing to set it up stops the server. Without --tun the IP layer starts only for a --config with an IPv4 pool, on stun%d.")

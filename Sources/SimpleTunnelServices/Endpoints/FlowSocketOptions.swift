@@ -10,12 +10,10 @@ import Glibc
 enum FlowSocketOptions {
     /// TCP_USER_TIMEOUT: data unacknowledged this long gives the connection
     /// up (ETIMEDOUT), where the kernel's retransmissions would try for some
-    /// 15 minutes. The time our tunnel keepalive takes to declare a silent
-    /// peer gone (60 s idle, then 5 probes 10 s apart). Since Linux 5.9 it
+    /// 15 minutes. The same as the tunnel socket's. Since Linux 5.9 it
     /// also ends a connection whose zero window held our unsent data that
     /// long: a destination that stopped reading for good.
-    static let userTimeoutMilliseconds =
-        (TunnelSocketOptions.keepaliveIdleSeconds + TunnelSocketOptions.keepaliveIntervalSeconds * TunnelSocketOptions.keepaliveProbes) * 1000
+    static let userTimeoutMilliseconds = TunnelSocketOptions.userTimeoutMilliseconds
 
     static func apply(to channel: Channel) throws {
         guard let options = channel.syncOptions else { return }

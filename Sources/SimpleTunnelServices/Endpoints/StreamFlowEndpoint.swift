@@ -37,6 +37,9 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     private let drainTimeout: TimeAmount
     /// Set while a closed flow's unsent bytes drain; resets the socket when it fires.
     private var drainLimit: Scheduled<Void>?
+    private var socketClosed = false
+    /// Set by `detach`: run once the socket has closed.
+    private var whenClosed: (() -> Void)?
 
     public init(identifier: TunnelConnectionIdentifier = 0, sink: FlowEventSink? = nil, drainTimeout: TimeAmount = defaultDrainTimeout) {
         self.identifier = identifier
@@ -107,6 +110,15 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
         context.close(promise: nil)
     }
 
+    public func detach(whenClosed closed: @escaping () -> Void) {
+        sink = nil
+        if socketClosed || context == nil {
+            closed()
+        } else {
+            whenClosed = closed
+        }
+    }
+
     /// Runs `body` once everything written so far has gone: NIO's close fails
     /// pending writes, and the bytes a peer sent before closing must arrive.
     private func afterPendingWrites(_ body: @escaping (ChannelHandlerContext) -> Void) {
@@ -167,6 +179,11 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     public func channelInactive(context: ChannelHandlerContext) {
         drainLimit?.cancel()
         drainLimit = nil
+        socketClosed = true
+        if let whenClosed {
+            self.whenClosed = nil
+            whenClosed()
+        }
         sink?.flowDidClose(identifier)
         context.fireChannelInactive()
     }

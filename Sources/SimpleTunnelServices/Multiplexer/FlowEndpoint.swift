@@ -18,6 +18,10 @@ public protocol FlowEndpoint: AnyObject {
     func abort()
     /// IP packets from the peer (IP flows only; others ignore them).
     func writePackets(_ packets: [TunnelPacket])
+    /// The flow is forgotten (after `close` or `abort`): report nothing more
+    /// to the sink, whose identifier may now name a new flow, and run
+    /// `closed` once the socket has really closed (at once if it has).
+    func detach(whenClosed closed: @escaping () -> Void)
 }
 
 /// What the multiplexer needs of the tunnel connection itself.
@@ -86,4 +90,8 @@ extension FlowEndpoint {
 
     /// Endpoints with nothing to discard close as usual.
     public func abort() { close() }
+
+    /// For endpoints that report nothing once closed (a client's, whose
+    /// identifiers are never reused, and the UDP and IP ends, closed at once).
+    public func detach(whenClosed closed: @escaping () -> Void) { closed() }
 }

@@ -119,6 +119,23 @@ struct FlowState {
         }
     }
 
+    enum ReopenVerdict: Equatable {
+        /// Answer 1: the flow is live (or still connecting) and stays as it is.
+        case refuse
+        /// Forget this flow (its socket gets what it was sent, then closes) and open the new one.
+        case replace
+    }
+
+    /// Server: the peer sent a new `open` for this flow's identifier. Apple's
+    /// app proxy names flows by `flow.hash`, which comes back once its flow
+    /// object is gone, and its `Connection` forgets a flow at the first close
+    /// of either direction, ours or its own. So once either stream has ended,
+    /// the identifier is the peer's to reuse, as Apple's server (which never
+    /// checks) lets it.
+    var reopenVerdict: ReopenVerdict {
+        isOpen && (!sending || !receiving) ? .replace : .refuse
+    }
+
     /// Server: the open failed; whether the peer still waits for an answer.
     func openFailedNeedsAnswer() -> Bool {
         if case .opening = phase { return true }

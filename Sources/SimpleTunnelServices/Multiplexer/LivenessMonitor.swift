@@ -2,17 +2,20 @@ import NIOCore
 
 /// Whether the other end of a tunnel is still there, decided without I/O.
 ///
-/// A client probes with `fetchConfiguration`, which every SimpleTunnel server
-/// answers (Apple's too), and measures the round trip; an unanswered probe
+/// A client probes with `fetchConfiguration`, which our server and Apple's
+/// 2016 `tunnel_server` answer, and measures the round trip; an unanswered probe
 /// means the peer is dead. A server closes a tunnel it has heard nothing
-/// from for its idle timeout (our clients probe well within it).
+/// from for its idle timeout (our clients probe well within it), but only
+/// while the tunnel holds no flow: Apple's clients never probe, and a quiet
+/// flow (an idle SSH session) is still alive. A dead peer of a tunnel with
+/// flows is found by the tunnel socket's keepalive and TCP_USER_TIMEOUT.
 public struct LivenessMonitor: Sendable {
     public struct Policy: Sendable, Hashable {
         /// Client: how often to probe; nil = never.
         public var probeInterval: TimeAmount?
         /// Client: how long a probe may go unanswered.
         public var probeTimeout: TimeAmount
-        /// Server: how long the peer may stay silent; nil = forever.
+        /// Server: how long a peer with no flow may stay silent; nil = forever.
         public var idleTimeout: TimeAmount?
 
         public init(probeInterval: TimeAmount? = nil, probeTimeout: TimeAmount = .seconds(45), idleTimeout: TimeAmount? = nil) {
@@ -63,9 +66,13 @@ public struct LivenessMonitor: Sendable {
         lastHeard = now
     }
 
-    public mutating func tick(at now: NIODeadline) -> Decision {
-        if let idleTimeout = policy.idleTimeout, now - lastHeard > idleTimeout {
-            return .peerDead("nothing heard from the peer for \(idleTimeout)")
+    /// - Parameter holdsFlows: whether the tunnel has a flow now; silence
+    ///   counts only from when it has none.
+    public mutating func tick(at now: NIODeadline, holdsFlows: Bool = false) -> Decision {
+        if holdsFlows {
+            lastHeard = max(lastHeard, now)
+        } else if let idleTimeout = policy.idleTimeout, now - lastHeard > idleTimeout {
+            return .peerDead("nothing heard from a peer with no flow for \(idleTimeout)")
         }
         if let sent = probeSentAt {
             if now - sent > policy.probeTimeout {

@@ -2,62 +2,104 @@
 /// value. What a compliant peer had in flight when `suspend` left (its write
 /// buffer and both kernels' socket buffers) arrives after it, so each flow gets
 /// an allowance (PROTOCOL.md A4 asks for at least 1 MiB), and the tunnel a
-/// total over its flows. Bytes charged to a flow that closes stay charged until
-/// its local socket is really closed: they still sit in that socket's buffer.
+/// total over its flows.
+///
+/// Apple's clients never honour `suspend` (their `Connection.suspend()` does
+/// nothing), so going past the allowance is not abuse. A server then stops
+/// reading the tunnel, which TCP turns into backpressure on the peer, until
+/// the flow's socket has drained; nothing is lost. A client, whose peer is a
+/// server that honours `suspend` (ours and Apple's both do), aborts the flow.
+///
+/// Bytes charged to a flow that is forgotten stay charged until its socket
+/// is really closed: they still sit in that socket's buffer.
 struct SuspendAllowance {
+    /// What going past the allowance leads to.
+    enum Overrun: Equatable {
+        /// Server: hold the peer's reads until the socket drains.
+        case holdPeer
+        /// Client: the flow is closed (type 4).
+        case abortFlow
+    }
+
     let perFlow: Int
     let perTunnel: Int
+    let overrun: Overrun
     /// Flows we suspended, with the bytes received since.
     private var suspended: [TunnelConnectionIdentifier: Int] = [:]
-    /// Flows forgotten while holding such bytes, until their sockets close.
-    private var closing: [TunnelConnectionIdentifier: Int] = [:]
+    /// Sockets of forgotten flows that held such bytes, until they close.
+    private var closing: [ObjectIdentifier: Int] = [:]
     /// Bytes past `suspend`, summed over flows, open or closing.
     private(set) var total = 0
+    /// Suspended flows past their own allowance.
+    private var flowsOver = 0
 
-    init(perFlow: Int, perTunnel: Int) {
+    init(perFlow: Int, perTunnel: Int, overrun: Overrun) {
         self.perFlow = perFlow
         self.perTunnel = perTunnel
+        self.overrun = overrun
     }
 
     enum Verdict: Equatable {
         case within
-        /// The flow went past its allowance.
-        case flowExceeded(bytes: Int)
-        /// The tunnel went past its total.
-        case tunnelExceeded(bytes: Int)
+        /// Server: stop reading the peer (`mayReadPeer` says when to go on).
+        case holdPeer
+        /// Client: the flow went past its allowance, or the tunnel past its total.
+        case abortFlow(reason: String)
     }
+
+    /// Whether the peer may be read, as far as data past `suspend` goes.
+    var mayReadPeer: Bool { flowsOver == 0 && total <= perTunnel }
 
     mutating func suspendSent(_ identifier: TunnelConnectionIdentifier) {
         if suspended[identifier] == nil { suspended[identifier] = 0 }
     }
 
-    mutating func resumeSent(_ identifier: TunnelConnectionIdentifier) {
-        total -= suspended.removeValue(forKey: identifier) ?? 0
+    /// The flow's socket drained below its low mark, or closed: what was
+    /// received past `suspend` is gone from our buffers.
+    mutating func drained(_ identifier: TunnelConnectionIdentifier) {
+        guard let bytes = suspended.removeValue(forKey: identifier) else { return }
+        release(bytes)
     }
 
     /// Data delivered to a flow's socket.
     mutating func charge(_ identifier: TunnelConnectionIdentifier, bytes: Int) -> Verdict {
         // Most flows are never suspended: one empty check, no hashing.
         guard !suspended.isEmpty, let index = suspended.index(forKey: identifier) else { return .within }
+        let before = suspended.values[index]
         suspended.values[index] += bytes
         total += bytes
-        if suspended.values[index] > perFlow { return .flowExceeded(bytes: suspended.values[index]) }
-        if total > perTunnel { return .tunnelExceeded(bytes: total) }
-        return .within
+        if before <= perFlow, suspended.values[index] > perFlow { flowsOver += 1 }
+        guard !mayReadPeer else { return .within }
+        switch overrun {
+        case .holdPeer:
+            return .holdPeer
+        case .abortFlow:
+            let reason = suspended.values[index] > perFlow
+                ? "the peer kept sending after suspend (\(suspended.values[index]) bytes for this flow)"
+                : "the peer kept sending after suspend (\(total) bytes over the tunnel's flows)"
+            return .abortFlow(reason: reason)
+        }
     }
 
-    /// The flow is forgotten; `socketStillOpen`: its bytes stay charged until `socketClosed`.
-    mutating func flowForgotten(_ identifier: TunnelConnectionIdentifier, socketStillOpen: Bool) {
+    /// The flow is forgotten; `closingSocket`, when its socket is still open:
+    /// its bytes stay charged until `socketClosed` with the same token.
+    mutating func flowForgotten(_ identifier: TunnelConnectionIdentifier, closingSocket: ObjectIdentifier?) {
         guard let bytes = suspended.removeValue(forKey: identifier) else { return }
-        if socketStillOpen, bytes > 0 {
-            closing[identifier, default: 0] += bytes
+        if bytes > perFlow { flowsOver -= 1 }
+        if let closingSocket, bytes > 0 {
+            closing[closingSocket, default: 0] += bytes
         } else {
             total -= bytes
         }
     }
 
     /// A forgotten flow's socket finished closing.
-    mutating func socketClosed(_ identifier: TunnelConnectionIdentifier) {
-        total -= closing.removeValue(forKey: identifier) ?? 0
+    mutating func socketClosed(_ socket: ObjectIdentifier) {
+        total -= closing.removeValue(forKey: socket) ?? 0
+    }
+
+    private mutating func release(_ bytes: Int) {
+        if bytes > perFlow { flowsOver -= 1 }
+        total -= bytes
     }
 }

@@ -115,7 +115,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
 
     private func checkLiveness() {
         livenessCheck = nil
-        switch liveness.tick(at: .now()) {
+        switch liveness.tick(at: .now(), holdsFlows: multiplexer?.holdsFlows ?? false) {
         case .nothing:
             break
         case .sendProbe:

@@ -24,13 +24,17 @@ extension TunnelMultiplexer: FlowEventSink {
 
     public func flow(_ identifier: TunnelConnectionIdentifier, writabilityChanged isWritable: Bool) {
         transition(identifier, { $0.localWritabilityChanged(isWritable) }) { command in
+            if isWritable {
+                // Drained below its low mark, whether or not a `resume` follows
+                // (none after the peer ended its stream): the peer may be read again.
+                suspendAllowance.drained(identifier)
+                suspendAllowanceChanged()
+            }
             switch command {
             case .suspend?:
                 suspendAllowance.suspendSent(identifier)
                 sendControl(.suspend(identifier: identifier))
             case .resume?:
-                suspendAllowance.resumeSent(identifier)
-                suspendAllowanceChanged()
                 sendControl(.resume(identifier: identifier))
             default:
                 break
@@ -39,16 +43,12 @@ extension TunnelMultiplexer: FlowEventSink {
     }
 
     public func flowDidClose(_ identifier: TunnelConnectionIdentifier) {
-        guard flows[identifier] != nil else {
-            // A forgotten flow's socket finished closing: what it held is gone.
-            suspendAllowance.socketClosed(identifier)
-            suspendAllowanceChanged()
-            return
-        }
+        // A forgotten flow's endpoint reports its close through `detach` instead.
+        guard flows[identifier] != nil else { return }
         logger.trace("local socket closed", metadata: ["flow": "\(identifier)"])
         // The socket is gone: nothing more will be written to or read from it.
         endpoints.removeValue(forKey: identifier)
-        suspendAllowance.socketClosed(identifier)
+        suspendAllowance.drained(identifier)
         suspendAllowanceChanged()
         transition(identifier, { $0.localClosed() }) { effect in
             if effect == .failPendingOpen {

@@ -94,15 +94,15 @@ extension TunnelMultiplexer {
         switch verdict {
         case .deliver?:
             let allowance = suspendAllowance.charge(identifier, bytes: payload.readableBytes)
-            suspendAllowanceChanged()
             switch allowance {
-            case .within:
+            case .within, .holdPeer:
+                // Past the allowance a server still keeps what it read (and reads no more: `suspendAllowanceChanged`).
                 endpoints[identifier]?.endpoint.write(payload, to: destination)
                 markForFlush(identifier)
-            case .flowExceeded(let bytes):
-                abort(identifier, reason: "the peer kept sending after suspend (\(bytes) bytes for this flow)")
-            case .tunnelExceeded(let bytes):
-                abort(identifier, reason: "the peer kept sending after suspend (\(bytes) bytes over the tunnel's flows)")
+                suspendAllowanceChanged()
+            case .abortFlow(let reason):
+                suspendAllowanceChanged()
+                abort(identifier, reason: reason)
             }
         case .tooMuchEarlyData?:
             abort(identifier, reason: "the peer sent more than \(limits.earlyDataAllowance) bytes before the flow opened")
@@ -142,11 +142,18 @@ extension TunnelMultiplexer {
 
     private func receiveOpen(_ request: TunnelOpenRequest, for identifier: TunnelConnectionIdentifier, opener: FlowOpener) {
         // Metadata is built only when a line is logged: an open is on every flow's path.
-        guard flows[identifier] == nil else {
+        switch flows[identifier]?.reopenVerdict {
+        case nil:
+            break
+        case .refuse?:
             peerNotice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
             metrics?.openResult(.invalidParameter)
             sendControl(.openResult(identifier: identifier, result: .invalidParameter))
             return
+        case .replace?:
+            // Nothing of the old flow reaches the peer any more: its queue goes, its socket is detached.
+            logger.debug("a new open replaces a flow that was closing", metadata: ["flow": "\(identifier)"])
+            forget(identifier)
         }
         let kind = FlowState.Kind(request)
         if flows.count >= limits.maximumFlows || (kind == .udp && udpFlows >= limits.maximumUDPFlows) {

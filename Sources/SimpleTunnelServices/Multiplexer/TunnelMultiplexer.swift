@@ -25,12 +25,13 @@ public final class TunnelMultiplexer {
         public var udpIdleTimeout: TimeAmount = .seconds(60)
         /// Data kept for a flow that is still connecting (PROTOCOL.md A6).
         public var earlyDataAllowance = 256 * 1024
-        /// Data accepted for a flow after we sent `suspend` before the peer counts
-        /// as abusive (PROTOCOL.md A4 asks for at least 1 MiB). What a compliant
-        /// peer already had in flight when `suspend` left (its write buffer and
-        /// both kernels' socket buffers) arrives after it, so this is generous...
+        /// Data accepted for a flow after we sent `suspend` (PROTOCOL.md A4 asks
+        /// for at least 1 MiB). What a compliant peer already had in flight when
+        /// `suspend` left arrives after it, and Apple's clients ignore `suspend`
+        /// altogether; past this a server stops reading the peer until the
+        /// flow's socket drains (a client closes the flow)...
         public var suspendAllowance = 16 * 1024 * 1024
-        /// ...and bounded per tunnel: data past `suspend`, summed over its flows.
+        /// ...and likewise per tunnel: data past `suspend`, summed over its flows.
         public var tunnelSuspendAllowance = 64 * 1024 * 1024
         /// A flow's queue stops reading its socket at the high mark, restarts at the low one.
         public var flowQueueHighWatermark = 256 * 1024
@@ -130,8 +131,13 @@ public final class TunnelMultiplexer {
         self.eventLoop = eventLoop
         self.limits = limits
         self.logger = logger
-        self.suspendAllowance = SuspendAllowance(perFlow: limits.suspendAllowance, perTunnel: limits.tunnelSuspendAllowance)
+        let overrun: SuspendAllowance.Overrun
+        if case .server = role { overrun = .holdPeer } else { overrun = .abortFlow }
+        self.suspendAllowance = SuspendAllowance(perFlow: limits.suspendAllowance, perTunnel: limits.tunnelSuspendAllowance, overrun: overrun)
     }
+
+    /// Whether any flow is open or opening: such a tunnel is never idle.
+    public var holdsFlows: Bool { !flows.isEmpty }
 
     /// Counters of this tunnel, for logs and status.
     public var currentStatistics: TunnelStatistics {
@@ -285,11 +291,13 @@ public final class TunnelMultiplexer {
         }
     }
 
-    /// What the suspend allowance holds changed: charge the difference to the server.
+    /// What the suspend allowance holds changed: charge the difference to the
+    /// server, and read the peer or not as the allowance now says.
     func suspendAllowanceChanged() {
         let held = suspendAllowance.total
         chargeServer(held - suspendBytesCharged)
         suspendBytesCharged = held
+        updatePeerReading()
     }
 
     private func chargeServer(_ bytes: Int) {
@@ -319,8 +327,12 @@ public final class TunnelMultiplexer {
     func updatePeerReading() {
         guard case .server = role else { return }
         let wanted = withinEarlyDataBudget && withinServerBudget && schedule.controlCount < limits.controlBacklogLimit
+            && suspendAllowance.mayReadPeer
         guard wanted != wantsPeerReads else { return }
         wantsPeerReads = wanted
+        if !suspendAllowance.mayReadPeer {
+            peerNotice("the peer keeps sending after suspend: not reading it until its flows drain", metadata: ["bytes": "\(suspendAllowance.total)"])
+        }
         peerReadingChanged?(wanted)
     }
 
@@ -411,23 +423,35 @@ public final class TunnelMultiplexer {
     // MARK: Forgetting
 
     /// Forgets a flow: its endpoint is closed after what was written to it has
-    /// gone, or at once, discarding it, when `aborting`.
+    /// gone, or at once, discarding it, when `aborting`. The endpoint reports
+    /// nothing more under the identifier, which may name a new flow at once.
     func forget(_ identifier: TunnelConnectionIdentifier, aborting: Bool = false) {
         guard let flow = flows.removeValue(forKey: identifier) else { return }
         let slot = endpoints.removeValue(forKey: identifier)
         account(queued: -flow.queue.bufferedBytes, early: -flow.earlyDataBytes)
         schedule.remove(identifier)
-        suspendAllowance.flowForgotten(identifier, socketStillOpen: slot != nil)
-        suspendAllowanceChanged()
         if flow.kind == .udp { udpFlows -= 1 }
         if flow.isOpen {
             metrics?.flowClosed(flow.kind)
         }
-        if aborting {
-            slot?.endpoint.abort()
+        if let endpoint = slot?.endpoint {
+            let socket = ObjectIdentifier(endpoint)
+            suspendAllowance.flowForgotten(identifier, closingSocket: socket)
+            if aborting {
+                endpoint.abort()
+            } else {
+                endpoint.close()
+            }
+            endpoint.detach { [weak self] in
+                // After `tunnelClosed` everything charged has been given back already.
+                guard let self, !self.isClosed else { return }
+                self.suspendAllowance.socketClosed(socket)
+                self.suspendAllowanceChanged()
+            }
         } else {
-            slot?.endpoint.close()
+            suspendAllowance.flowForgotten(identifier, closingSocket: nil)
         }
+        suspendAllowanceChanged()
         logger.debug("flow closed", metadata: ["flow": "\(identifier)"])
     }
 

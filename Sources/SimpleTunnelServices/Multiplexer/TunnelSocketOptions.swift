@@ -12,6 +12,12 @@ enum TunnelSocketOptions {
     static let keepaliveIdleSeconds = 60
     static let keepaliveIntervalSeconds = 10
     static let keepaliveProbes = 5
+    /// TCP_USER_TIMEOUT: data unacknowledged this long gives the connection
+    /// up, the same time keepalive takes to declare a silent peer gone (60 s
+    /// idle, then 5 probes 10 s apart). Keepalive alone does not cover a peer
+    /// that vanished while we had data in flight (probes wait for an idle
+    /// socket; retransmissions would go on for some 15 minutes).
+    static let userTimeoutMilliseconds = (keepaliveIdleSeconds + keepaliveIntervalSeconds * keepaliveProbes) * 1000
 
     /// What the multiplexer's schedule cannot reorder any more is kept small, so
     /// a keystroke waits behind little bulk data: bytes the kernel holds unsent
@@ -21,6 +27,15 @@ enum TunnelSocketOptions {
     /// 690 ms to about 150 ms at unchanged throughput (Benchmarks/latency-under-load.sh).
     static let unsentLowWatermark = 16 * 1024
     static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 32 * 1024, high: 64 * 1024)
+
+    /// A server's accepted tunnel: these options, and TCP_USER_TIMEOUT. Liveness
+    /// of a tunnel that carries flows rests on the kernel alone: the server
+    /// never closes such a tunnel for being quiet (PROTOCOL.md A4).
+    static func applyToServerTunnel(_ channel: Channel) throws {
+        try apply(to: channel)
+        try channel.syncOptions?.setOption(
+            ChannelOptions.Types.SocketOption(level: .tcp, name: NIOBSDSocket.Option(rawValue: TCP_USER_TIMEOUT)), value: userTimeoutMilliseconds)
+    }
 
     static func apply(to channel: Channel) throws {
         guard let options = channel.syncOptions else { return }

@@ -139,7 +139,7 @@ public final class TunnelServer: Sendable {
             admission.release(ticket)
             settings.metrics?.tunnels.decrement()
         }
-        try TunnelSocketOptions.apply(to: channel)
+        try TunnelSocketOptions.applyToServerTunnel(channel)
         let pipeline = channel.pipeline.syncOperations
         if let tls = settings.tls {
             try pipeline.addHandler(TLSHandler(context: tls, logger: logger))
@@ -194,6 +194,9 @@ public final class TunnelServer: Sendable {
             try? await tunnel.close()
         }
     }
+
+    /// The tunnels' connections now (for tests).
+    var tunnelChannels: [Channel] { tunnels.withLockedValue { Array($0.values) } }
 
     /// Completes when the listener closes.
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }

@@ -4,8 +4,8 @@ extension TunnelMessage {
     /// The message as dictionary entries in a fixed order (identifier, command,
     /// then the command's keys), ready for `BinaryPropertyListWriter`.
     ///
-    /// Quirks kept for Apple's peers (PROTOCOL.md A2): a TCP `open` sends
-    /// `port` as a string, a UDP `data` sends it as an integer.
+    /// `port` is always an integer, as Apple's client sends it and as Apple's
+    /// server alone reads it (PROTOCOL.md A2).
     public var propertyListEntries: [(key: String, value: PropertyListValue)] {
         var entries: [(key: String, value: PropertyListValue)] = [
             (TunnelMessageKey.identifier.rawValue, PropertyListValue(identifier)),
@@ -37,7 +37,7 @@ extension TunnelMessage {
                 add(.tunnelType, PropertyListValue(TunnelLayer.app.rawValue))
                 add(.appProxyFlowType, PropertyListValue(AppProxyFlowKind.tcp.rawValue))
                 add(.host, .string(endpoint.host))
-                add(.port, .string(String(endpoint.port)))
+                add(.port, PropertyListValue(endpoint.port))
             case .udp:
                 add(.tunnelType, PropertyListValue(TunnelLayer.app.rawValue))
                 add(.appProxyFlowType, PropertyListValue(AppProxyFlowKind.udp.rawValue))

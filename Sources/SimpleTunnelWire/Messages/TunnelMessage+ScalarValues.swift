@@ -34,7 +34,7 @@ extension TunnelMessage {
             sink.integer(Int64(TunnelLayer.app.rawValue))
             sink.integer(Int64(AppProxyFlowKind.tcp.rawValue))
             sink.string(endpoint.host)
-            sink.string(String(endpoint.port))  // a string for Apple's server (PROTOCOL.md A2)
+            sink.integer(Int64(endpoint.port))  // a number: Apple's server reads nothing else (PROTOCOL.md A2)
             return ScalarShapes.openTCP
         case .open(_, .udp):
             sink.integer(Int64(TunnelLayer.app.rawValue))

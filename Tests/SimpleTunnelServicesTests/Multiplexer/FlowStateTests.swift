@@ -33,6 +33,22 @@ struct FlowStateTests {
         #expect(step5 == .nothing)
     }
 
+    /// Apple's app proxy reuses `flow.hash` identifiers once it has forgotten a
+    /// flow, which it does at the first close of either direction.
+    @Test func aNewOpenReplacesAFlowOnlyOnceOneOfItsStreamsHasEnded() {
+        var opening = openingFlow()
+        #expect(opening.reopenVerdict == .refuse, "still connecting")
+        _ = opening.peerClosed(.write)
+        #expect(opening.reopenVerdict == .refuse, "still connecting: the open's answer is owed to this flow")
+        var live = openFlow()
+        #expect(live.reopenVerdict == .refuse, "both streams run: a true duplicate")
+        _ = live.localReadEnded()
+        #expect(live.reopenVerdict == .replace, "we sent close 3: the sample forgot the flow")
+        var closedByPeer = openFlow()
+        _ = closedByPeer.peerClosed(.read)
+        #expect(closedByPeer.reopenVerdict == .replace)
+    }
+
     @Test func closeTypeReadStopsSendingAndDropsWhatWasQueued() {
         var flow = openFlow()
         _ = flow.readLocal(ByteBuffer(string: "unsent"), from: nil, now: .now())

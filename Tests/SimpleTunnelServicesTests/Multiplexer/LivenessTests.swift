@@ -4,6 +4,10 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @Suite("Dead-peer detection")
 struct LivenessTests {
     @Test func aClientProbesAndMeasuresTheRoundTripAndGivesUpOnSilence() {
@@ -31,6 +35,53 @@ struct LivenessTests {
             Issue.record("a silent peer must be dropped")
             return
         }
+    }
+
+    @Test func aServerNeverCountsSilenceWhileTheTunnelHoldsAFlow() {
+        let start = NIODeadline.now()
+        var monitor = LivenessMonitor(policy: .init(idleTimeout: .seconds(60)), now: start)
+        #expect(monitor.tick(at: start + .seconds(3600), holdsFlows: true) == .nothing)
+        // The last flow ended at +3600 s: silence counts from then.
+        #expect(monitor.tick(at: start + .seconds(3650), holdsFlows: false) == .nothing)
+        guard case .peerDead = monitor.tick(at: start + .seconds(3661), holdsFlows: false) else {
+            Issue.record("a silent peer with no flow must be dropped")
+            return
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aQuietFlowOutlivesTheIdleTimeout() async throws {
+        let fixture = try await RawServerFixture.start { $0.liveness = .init(idleTimeout: .milliseconds(300)) }
+        let peer = try await fixture.peer()
+        try await peer.send(.open(identifier: 5, request: .tcp(TunnelEndpoint(host: "127.0.0.1", port: fixture.echoPort))))
+        #expect(await peer.next() == .openResult(identifier: 5, result: .success))
+        // Silent for many idle timeouts, as an idle SSH session through Apple's client (which never probes) is.
+        try await Task.sleep(for: .seconds(2))
+        try await peer.send(.data(identifier: 5, payload: ByteBuffer(string: "still there?")), .close(identifier: 5, direction: .write))
+        let (echoed, closedWith) = await peer.collectData(for: 5)
+        #expect(echoed == ByteBuffer(string: "still there?"))
+        #expect(closedWith == .write)
+        // With the flow gone, silence ends the tunnel again.
+        #expect(await peer.waitForClose(timeout: .seconds(5)))
+        await fixture.stop()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func theServersTunnelSocketFindsADeadPeerWithinTwoMinutes() async throws {
+        let fixture = try await RawServerFixture.start()
+        let peer = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group, sending: .fetchConfiguration(identifier: 0))
+        #expect(await peer.next() != nil)
+        let accepted = try #require(fixture.server.tunnelChannels.first)
+        func tcp(_ name: Int32) async throws -> Int {
+            try await accepted.getOption(ChannelOptions.Types.SocketOption(level: .tcp, name: NIOBSDSocket.Option(rawValue: name))).get()
+        }
+        #expect(try await accepted.getOption(.socketOption(.so_keepalive)).get() == 1)
+        let idle = try await tcp(TCP_KEEPIDLE), interval = try await tcp(TCP_KEEPINTVL), probes = try await tcp(TCP_KEEPCNT)
+        let userTimeout = try await tcp(TCP_USER_TIMEOUT)
+        #expect(idle + interval * probes <= 120, "keepalive gives up after \(idle + interval * probes) s")
+        #expect(userTimeout > 0 && userTimeout <= 120_000, "TCP_USER_TIMEOUT is \(userTimeout) ms")
+        await peer.close()
+        await fixture.stop()
     }
 
     @Test func aClientNoticesAServerThatStoppedAnswering() async throws {

@@ -54,6 +54,24 @@ enum LoopbackPeers {
         return result
     }
 
+    /// Connects, sends `payload` and returns as many bytes as it sent, without half-closing.
+    static func firstBytes(_ payload: ByteBuffer, port: Int, group: EventLoopGroup) async throws -> ByteBuffer {
+        let collector = CountingCollector(expected: payload.readableBytes)
+        let channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(collector)
+                }
+            }
+            .connect(host: "127.0.0.1", port: port)
+            .get()
+        let received = collector.promise(on: channel.eventLoop)
+        try await channel.writeAndFlush(payload)
+        let result = try await received.get()
+        try? await channel.close()
+        return result
+    }
+
     /// Sends one datagram from a fresh socket and waits for one answer.
     static func udpRoundTrip(_ payload: ByteBuffer, port: Int, group: EventLoopGroup, timeout: TimeAmount = .seconds(10)) async throws -> ByteBuffer {
         let handler = FirstDatagramHandler()
@@ -166,5 +184,41 @@ final class FirstDatagramHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         answer?.succeed(unwrapInboundIn(data).data)
+    }
+}
+
+/// Gathers a stream until `expected` bytes have come (or the peer closes).
+final class CountingCollector: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+
+    private let expected: Int
+    private var received = ByteBuffer()
+    private var result: EventLoopPromise<ByteBuffer>?
+
+    init(expected: Int) {
+        self.expected = expected
+    }
+
+    func promise(on eventLoop: EventLoop) -> EventLoopFuture<ByteBuffer> {
+        let promise = eventLoop.makePromise(of: ByteBuffer.self)
+        eventLoop.execute {
+            self.result = promise
+            if self.received.readableBytes >= self.expected { promise.succeed(self.received) }
+        }
+        return promise.futureResult
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        received.writeBuffer(&bytes)
+        if received.readableBytes >= expected {
+            result?.succeed(received)
+            result = nil
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        result?.succeed(received)
+        result = nil
     }
 }

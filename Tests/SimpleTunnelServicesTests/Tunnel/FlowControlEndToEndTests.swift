@@ -12,7 +12,7 @@ struct FlowControlEndToEndTests {
     /// tunnel carries on.
     @Test func aLateReadingDestinationGetsEveryByteAndTheTunnelStays() async throws {
         // 32 MiB is twice the default suspend allowance: a client that ignored
-        // `suspend` would have its flow aborted. (A smaller allowance is no
+        // `suspend` would be held back by the server. (A smaller allowance is no
         // stricter test: what both kernels buffer on loopback after `suspend`
         // can pass 4 MiB.)
         let fixture = try await TunnelFixture.start()

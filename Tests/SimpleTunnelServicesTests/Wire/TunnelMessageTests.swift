@@ -58,10 +58,17 @@ struct TunnelMessageTests {
         }
     }
 
-    @Test func tcpOpenSendsPortAsAStringLikeApplesClient() throws {
+    /// Apple's client sends an integer (ClientAppProxyConnection.swift: `Int(…port)!`) and
+    /// Apple's server reads only a number (ServerTunnel.swift: `as? NSNumber`).
+    @Test func tcpOpenSendsPortAsAnIntegerLikeApplesClient() throws {
         let message = TunnelMessage.open(identifier: 1, request: .tcp(TunnelEndpoint(host: "example.com", port: 443)))
         let entries = message.propertyList.dictionaryValue
-        #expect(entries?["port"] == .string("443"))
+        #expect(entries?["port"] == .integer(443))
+        // The fast writer gives the same bytes as the general one.
+        var frame = ByteBuffer()
+        try TunnelFrame.encode(message, into: &frame)
+        let decoded = try BinaryPropertyListReader.read(frame.getSlice(at: 4, length: frame.readableBytes - 4) ?? ByteBuffer())
+        #expect(decoded.dictionaryValue?["port"] == .integer(443))
         #expect(entries?["tunnel-type"] == .integer(0))
         #expect(entries?["app-proxy-flow-type"] == .integer(1))
     }

@@ -97,6 +97,8 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
     }
 
     private func deliver(_ packets: [TunnelPacket]) {
+        // Packets already on their way when the flow closed belong to no flow.
+        guard attached else { return }
         sink?.flow(identifier, didReadPackets: packets)
     }
 
