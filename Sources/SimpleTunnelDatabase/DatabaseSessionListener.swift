@@ -27,6 +27,9 @@ extension TunnelDatabase {
                     }
                 }
             } catch {
+                // Shutting down: the listening connection was closed on purpose, nothing to retry or report.
+                if Task.isCancelled { break }
+                if let psql = error as? PSQLError, psql.code == .poolClosed { break }
                 if let unlogged = failures.admit() {
                     logger.warning(
                         "not listening for sessions other servers take over; retrying every second",

@@ -17,6 +17,8 @@ public final class TunnelDatabase: Sendable {
     let client: PostgresClient
     let timeout: Duration
     let logger: Logger
+    /// Kept for the first connection's check (`checkCredentials`); the pool has its own copy.
+    private let password: String?
     private enum FailureLog: Hashable { case outage, clientValue, refusal }
     private let failureLogs = NIOLockedValueBox<[FailureLog: LogRateLimiter]>([:])
     /// Told the session number when a notice says another server took over a session of this one (a hint: see `DatabaseSessionTakeover`).
@@ -33,6 +35,7 @@ public final class TunnelDatabase: Sendable {
         self.location = location
         self.timeout = timeout
         self.logger = logger
+        self.password = password
         self.serverID = "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UInt32.random(in: .min ... .max))"
         var configuration = location.clientConfiguration(password: password)
         configuration.options.connectTimeout = timeout
@@ -71,6 +74,8 @@ public final class TunnelDatabase: Sendable {
 
     /// Connects, then brings the schema up to date (see `DatabaseSchema`).
     public func prepare() async throws(DatabaseError) {
+        // A wrong password is final: said now, not after the minute below.
+        try await checkCredentials(password: password)
         // A server starting may wait longer for its database than a client waits for a login.
         try await perform("migrating the schema", timeout: max(timeout, .seconds(60))) { client, logger in
             try await DatabaseSchema.migrate(client, logger: logger)

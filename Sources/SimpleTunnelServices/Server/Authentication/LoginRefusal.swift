@@ -20,7 +20,8 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case .notFirst: return "this server requires authenticate as the first message"
+        case .notFirst:
+            return "the client sent no login first (this server needs one: tunnel-client --user NAME, or an app's authenticate, command 10)"
         case .rateLimited: return "too many failed logins from one address; try again later"
         case .busy: return "too many logins are being checked"
         case .oversized: return "the login, or what followed it before the answer, was too large"

@@ -63,13 +63,13 @@ struct LoginSyntaxTests {
         for (login, password) in [("alice", "wrong"), (forged, "x"), ("alice\0admin", "right")] {
             let peer = try await RawTunnelPeer.connect(port: port, group: group)
             try await peer.send(.authenticate(login: login, password: password))
-            #expect(await peer.next() == .authenticateResult(.refused), "\(login.debugDescription)")
+            #expect(await peer.next(timeout: .seconds(30)) == .authenticateResult(.refused), "\(login.debugDescription)")
             await peer.close()
         }
         // Three failures from this address, two of them malformed: now the right login is locked out too.
         let locked = try await RawTunnelPeer.connect(port: port, group: group)
         try await locked.send(.authenticate(login: "alice", password: "right"))
-        #expect(await locked.next() == .authenticateResult(.refused))
+        #expect(await locked.next(timeout: .seconds(30)) == .authenticateResult(.refused))
         await locked.close()
 
         #expect(directory.logins == ["alice"], "only the well-formed login was looked up")
