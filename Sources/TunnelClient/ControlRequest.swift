@@ -7,7 +7,7 @@ enum ControlRequest {
     static func send(_ type: String, control: String?) async throws -> ControlProtocol.Response {
         let path = control ?? ControlProtocol.defaultPath()
         do {
-            return try await ControlClient.request(type, path: path, group: MultiThreadedEventLoopGroup.singleton)
+            return try await ControlClient.request(type, path: path, isDefaultPath: control == nil, group: MultiThreadedEventLoopGroup.singleton)
         } catch {
             FileHandle.standardError.write(Data("tunnel-client: \(error)\n".utf8))
             throw ExitCode(1)

@@ -34,6 +34,13 @@ struct IP: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Before connecting: a client that cannot create its device has no business with the server.
+        do {
+            try IPTunnelPreflight.check(deviceName: tun)
+        } catch {
+            connection.makeLogger().critical("\(error)")
+            throw ExitCode(1)
+        }
         var options = IPTunnelOptions()
         options.deviceName = tun
         options.applyRoutes = !noRoutes

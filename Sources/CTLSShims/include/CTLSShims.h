@@ -17,6 +17,9 @@ int ctls_SSL_set_tlsext_host_name(SSL *ssl, const char *name);
 long ctls_BIO_get_mem_data(BIO *bio, char **data);
 /// The first certificate the peer presented, verified or not (NULL if none); not owned.
 X509 *ctls_peer_presented_leaf(const SSL *ssl);
+/// Writes the certificate's subjectAltName DNS names and IP addresses to
+/// `out`, one a line (IP addresses as text); 0 when it has none.
+int ctls_x509_write_alt_names(X509 *cert, BIO *out);
 /// A fresh EC P-256 private key (EVP_EC_gen is a variadic macro), or NULL.
 EVP_PKEY *ctls_generate_ec_p256_key(void);
 /// The protocol version constants (macros) as values Swift can see.

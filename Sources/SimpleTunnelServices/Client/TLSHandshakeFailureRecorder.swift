@@ -52,11 +52,17 @@ final class TLSHandshakeFailureRecorder: ChannelInboundHandler, RemovableChannel
         stallTimer?.cancel()
     }
 
+    /// A TLS error is kept here, not passed on: connecting fails with it, and
+    /// that is where it is reported. Passed on, the tunnel handler would log it
+    /// as well, and the user would read the same failure twice. TLSHandler
+    /// closes the channel itself.
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        if let error = error as? TLSError {
-            failure.withLockedValue { $0 = $0 ?? error }
+        guard let error = error as? TLSError else {
+            context.fireErrorCaught(error)
+            return
         }
-        context.fireErrorCaught(error)
+        failure.withLockedValue { $0 = $0 ?? error }
+        context.close(promise: nil)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -71,7 +77,8 @@ extension TLSError {
     /// A failure that another attempt with the same settings cannot cure.
     var isPermanent: Bool {
         switch self {
-        case .certificateVerificationFailed, .certificateNotTrustedBySystem, .pinnedCertificateMismatch, .invalidConfiguration: return true
+        case .certificateVerificationFailed, .certificateNotTrustedBySystem, .serverNameMismatch, .pinnedCertificateMismatch, .invalidConfiguration:
+            return true
         default: return false
         }
     }

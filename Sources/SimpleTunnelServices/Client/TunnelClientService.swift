@@ -191,14 +191,10 @@ public struct TunnelClientService: Service, CustomStringConvertible {
         try? await woken.futureResult.get()
     }
 
-    private func startControlServer() async throws -> ControlServer? {
+    private func startControlServer() async throws -> ControlSocketClaim? {
         guard let controlPath else { return nil }
-        do {
-            return try await ControlServer.start(path: controlPath, handlers: Self.controlHandlers(status), group: group, logger: logger)
-        } catch ControlError.socketInUse(let path) where !controlPathIsRequired {
-            logger.warning("another tunnel-client answers on \(path): this one has no control socket (give it --control PATH)")
-            return nil
-        }
+        return try await ControlSocketClaim.start(
+            path: controlPath, required: controlPathIsRequired, handlers: Self.controlHandlers(status), group: group, logger: logger)
     }
 
     /// `status` and `stats` answer with the state; `stop` ends the client as SIGTERM would.

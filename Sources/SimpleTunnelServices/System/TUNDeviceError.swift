@@ -20,7 +20,8 @@ public enum TUNDeviceError: Error, Hashable, Sendable, CustomStringConvertible {
             case EPERM, EACCES: hint = " (needs root or CAP_NET_ADMIN)"
             case ENOENT, ENODEV: hint = " (is the tun module loaded? try `modprobe tun`; /dev/net/tun must exist)"
             case EBUSY: hint = " (an interface with that name exists and is in use or is not a TUN device)"
-            case EINVAL, ENAMETOOLONG: hint = " (interface names are at most 15 characters; a pattern may contain one %d)"
+            case ENAMETOOLONG: hint = " (interface names are at most 15 characters)"
+            case EINVAL: hint = " (the kernel does not accept this name: no '/', ':' or spaces, and a pattern holds one %d)"
             default: break
             }
             return "could not create TUN device \"\(name)\": \(errnoText(code))\(hint)"

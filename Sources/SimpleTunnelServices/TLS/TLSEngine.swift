@@ -40,6 +40,8 @@ final class TLSEngine {
     /// The SSL keeps its SSL_CTX alive, but the verify callback's Swift state
     /// lives in the TLSContext, so the connection must keep that alive too.
     private let context: TLSContext
+    /// The name or address the server's certificate must be for (clients only).
+    private let expectedServerName: String?
 
     init(context: TLSContext, serverName: String?) throws(TLSError) {
         OpenSSLErrorQueue.clear()
@@ -57,6 +59,7 @@ final class TLSEngine {
         self.context = context
 
         let configuration = context.configuration
+        self.expectedServerName = serverName ?? configuration.serverName
         if configuration.role == .client {
             try Self.configureServerName(
                 ssl, name: serverName ?? configuration.serverName, configuration: configuration)
@@ -289,6 +292,11 @@ final class TLSEngine {
         if verifyResult != X509_V_OK {
             if case .pinnedSHA256 = context.configuration.trust, context.configuration.role == .client, verifyResult == X509_V_ERR_CERT_REJECTED {
                 return .pinnedCertificateMismatch(presented: Self.presentedLeafFingerprint(ssl))
+            }
+            let nameMismatch = verifyResult == X509_V_ERR_HOSTNAME_MISMATCH || verifyResult == X509_V_ERR_IP_ADDRESS_MISMATCH
+            if nameMismatch, context.configuration.role == .client, let expected = expectedServerName {
+                let names = ctls_peer_presented_leaf(ssl).map { X509Inspection.alternativeNames($0) } ?? []
+                return .serverNameMismatch(expected: expected, certificateNames: names)
             }
             let text = X509_verify_cert_error_string(verifyResult).map { String(cString: $0) } ?? reason
             if case .system = context.configuration.trust, context.configuration.role == .client {

@@ -7,6 +7,9 @@ public enum TLSError: Error, Equatable, Sendable, CustomStringConvertible {
     case handshakeFailed(reason: String)
     /// The peer's certificate did not verify (reason from X509_verify_cert_error_string).
     case certificateVerificationFailed(reason: String)
+    /// The server's certificate verified but is made for other names than
+    /// `expected` (the --server host, or --server-name); `certificateNames` are its own, when readable.
+    case serverNameMismatch(expected: String, certificateNames: [String])
     /// The server's certificate is not the pinned one; `presented` is the one it showed (hex SHA-256).
     case pinnedCertificateMismatch(presented: String?)
     /// A client trusting the system store (no --ca, no pin) could not verify the server.
@@ -31,6 +34,8 @@ public enum TLSError: Error, Equatable, Sendable, CustomStringConvertible {
         case .certificateVerificationFailed(let reason):
             return "TLS peer certificate rejected: \(reason)"
                 + " (check the CA file, the host name, and the certificate's validity dates)"
+        case .serverNameMismatch(let expected, let names):
+            return ServerNameMismatchText.describe(expected: expected, certificateNames: names)
         case .pinnedCertificateMismatch(let presented):
             return "TLS server certificate does not match the pinned SHA-256 fingerprint"
                 + (presented.map { "; it presented \($0)" } ?? "")

@@ -18,4 +18,16 @@ enum X509Inspection {
         guard X509_NAME_print_ex(bio, name, 0, ctls_XN_FLAG_RFC2253()) >= 0 else { return nil }
         return MemoryBIO.contents(of: bio).map { String(decoding: $0, as: UTF8.self) }
     }
+
+    /// The DNS names and IP addresses the certificate is for (subjectAltName),
+    /// at most `limit`, each printable ASCII: they come from the peer and end up in messages.
+    static func alternativeNames(_ certificate: OpaquePointer, limit: Int = 8) -> [String] {
+        guard let bio = BIO_new(BIO_s_mem()) else { return [] }
+        defer { BIO_free(bio) }
+        guard ctls_x509_write_alt_names(certificate, bio) == 1, let bytes = MemoryBIO.contents(of: bio) else { return [] }
+        let names = bytes.split(separator: UInt8(ascii: "\n")).filter { name in
+            name.count <= 253 && name.allSatisfy { (0x21...0x7e).contains($0) }
+        }
+        return names.prefix(limit).map { String(decoding: $0, as: UTF8.self) }
+    }
 }

@@ -147,7 +147,7 @@ struct TLSLoopbackTests {
             client: .client(trust: .caFile(pki.caFile), serverName: "localhost"))
         defer { pair.closeAll() }
         await Self.expectRefused(pair)
-        #expect(pair.clientRecord.hasError { $0 == .certificateVerificationFailed(reason: "hostname mismatch") },
+        #expect(pair.clientRecord.hasError { $0 == .serverNameMismatch(expected: "localhost", certificateNames: ["elsewhere.example"]) },
             "\(pair.clientRecord.snapshot.errors)")
     }
 
@@ -165,7 +165,7 @@ struct TLSLoopbackTests {
             client: .client(trust: .caFile(pki.caFile), serverName: "127.0.0.1"))
         defer { bad.closeAll() }
         await Self.expectRefused(bad)
-        #expect(bad.clientRecord.hasError { $0 == .certificateVerificationFailed(reason: "IP address mismatch") },
+        #expect(bad.clientRecord.hasError { $0 == .serverNameMismatch(expected: "127.0.0.1", certificateNames: ["elsewhere.example"]) },
             "\(bad.clientRecord.snapshot.errors)")
     }
 

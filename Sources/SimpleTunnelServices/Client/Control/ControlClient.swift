@@ -4,7 +4,11 @@ import NIOPosix
 
 /// `tunnel-client status` and `stop`: one request to the running client's control socket.
 public enum ControlClient {
-    public static func request(_ type: String, path: String, group: EventLoopGroup) async throws -> ControlProtocol.Response {
+    /// `isDefaultPath`: no --control was given, so a client started with sudo may be answering elsewhere.
+    public static func request(_ type: String, path: String, isDefaultPath: Bool = false, group: EventLoopGroup) async throws -> ControlProtocol.Response {
+        @Sendable func unreachable(_ reach: ControlSocketDiagnosis.Reach) -> ControlError {
+            .unreachable(.examine(request: type, path: path, isDefaultPath: isDefaultPath, reach: reach))
+        }
         let eventLoop = group.next()
         let promise = eventLoop.makePromise(of: ByteBuffer.self)
         let channel: Channel
@@ -19,12 +23,15 @@ public enum ControlClient {
                 .connect(unixDomainSocketPath: path)
                 .get()
         } catch {
-            promise.fail(ControlError.noAnswer(path))
-            throw ControlError.noAnswer(path)
+            let code = (error as? IOError)?.errnoCode ?? (error as? NIOConnectionError)?.connectionErrors.compactMap { ($0.error as? IOError)?.errnoCode }.first
+            let failure = unreachable(code == EACCES || code == EPERM ? .notPermitted : .nothingThere)
+            promise.fail(failure)
+            throw failure
         }
         let payload = try JSONEncoder().encode(ControlProtocol.Request(type: type))
-        try await channel.writeAndFlush(ControlProtocol.frame(payload))
-        channel.closeFuture.whenComplete { _ in promise.fail(ControlError.noAnswer(path)) }
+        channel.closeFuture.whenComplete { _ in promise.fail(unreachable(.closedWithoutAnswer)) }
+        // A client that refuses this user closes at once; the write may fail then, and the answer tells why.
+        try? await channel.writeAndFlush(ControlProtocol.frame(payload))
         let bytes = try await promise.futureResult.get()
         try? await channel.close()
         return try JSONDecoder().decode(ControlProtocol.Response.self, from: Data(bytes.readableBytesView))

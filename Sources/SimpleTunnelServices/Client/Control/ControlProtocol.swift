@@ -31,8 +31,8 @@ public enum ControlProtocol {
 
     /// Where the running client listens unless told otherwise: under
     /// `$XDG_RUNTIME_DIR`, else a per-user folder in /tmp.
-    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let base = environment["XDG_RUNTIME_DIR"].map { "\($0)/simpletunnel" } ?? "/tmp/simpletunnel-\(getuid())"
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment, userID: uid_t = getuid()) -> String {
+        let base = environment["XDG_RUNTIME_DIR"].map { "\($0)/simpletunnel" } ?? "/tmp/simpletunnel-\(userID)"
         return base + "/client.sock"
     }
 
@@ -63,13 +63,13 @@ struct ControlFrameDecoder: ByteToMessageDecoder {
 
 public enum ControlError: Error, CustomStringConvertible {
     case messageTooLarge(Int)
-    case noAnswer(String)
+    case unreachable(ControlSocketDiagnosis)
     case socketInUse(String)
 
     public var description: String {
         switch self {
         case .messageTooLarge(let length): return "control message of \(length) bytes is over the \(ControlProtocol.maximumMessageLength)-byte limit"
-        case .noAnswer(let path): return "no tunnel-client answers on \(path) (is one running? give --control PATH)"
+        case .unreachable(let diagnosis): return diagnosis.description
         case .socketInUse(let path): return "another tunnel-client already answers on \(path); give this one its own --control PATH"
         }
     }

@@ -45,9 +45,11 @@ public final class ControlServer: Sendable {
         unlink(path)
     }
 
+    /// Unlinks first: a client waiting to take the path over may bind it as
+    /// soon as nobody answers, and must not lose its new socket to this unlink.
     public func close() async {
-        try? await channel.close()
         unlink(path)
+        try? await channel.close()
     }
 }
 
