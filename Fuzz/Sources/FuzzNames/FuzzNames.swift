@@ -16,7 +16,8 @@ func fuzzNames(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 private func checkHost(_ host: String) {
     let accepted = TunnelHostSyntax.problem(with: host) == nil
     let decoded = try? TunnelMessage(propertyList: .dictionary([
-        "command": 6, "identifier": 1, "tunnel-type": 0, "app-proxy-flow-type": 1, "host": .string(host), "port": 443,
+        "command": .integer(6), "identifier": .integer(1), "tunnel-type": .integer(0), "app-proxy-flow-type": .integer(1),
+        "host": .string(host), "port": .integer(443),
     ]))
     guard accepted == (decoded != nil) else {
         fatalError("the validator says \(accepted) but the decoder \(decoded != nil) for \(host.debugDescription)")
