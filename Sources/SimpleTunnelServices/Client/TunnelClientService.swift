@@ -195,7 +195,7 @@ public struct TunnelClientService: Service, CustomStringConvertible {
         guard let controlPath else { return nil }
         do {
             return try await ControlServer.start(path: controlPath, handlers: Self.controlHandlers(status), group: group, logger: logger)
-        } catch ControlError.socketInUse(let path) where !controlPathIsRequired {
+        } catch ControlError.socketInUse(let path, _) where !controlPathIsRequired {
             logger.warning("another tunnel-client answers on \(path): this one has no control socket (give it --control PATH)")
             return nil
         }

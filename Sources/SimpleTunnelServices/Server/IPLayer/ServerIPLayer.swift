@@ -42,8 +42,9 @@ public final class ServerIPLayer: Sendable {
                 } else {
                     metrics?.leases.increment()
                 }
-                let endpoint = ServerIPFlowEndpoint(identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop)
+                let endpoint = ServerIPFlowEndpoint(identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop, peer: peer)
                 if let peer {
+                    peer.leased(lease.address)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
                 completion(.success(OpenedFlow(endpoint: endpoint, configuration: configuration.configuration(forLease: lease.address))))
@@ -73,9 +74,15 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
     private weak var sink: FlowEventSink?
     private let layer: ServerIPLayer
     private var attached = true
+    /// Told the address while the flow holds it, for `tunnel-server status`.
+    private let peer: TunnelPeer?
 
-    init(identifier: TunnelConnectionIdentifier, lease: AddressPool.Lease, sink: FlowEventSink, layer: ServerIPLayer, eventLoop: EventLoop) {
+    init(
+        identifier: TunnelConnectionIdentifier, lease: AddressPool.Lease, sink: FlowEventSink, layer: ServerIPLayer, eventLoop: EventLoop,
+        peer: TunnelPeer? = nil
+    ) {
         self.identifier = identifier
+        self.peer = peer
         self.lease = lease
         self.sink = sink
         self.layer = layer
@@ -98,6 +105,7 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
     func close() {
         guard attached else { return }
         attached = false
+        peer?.leased(nil)
         layer.release(lease)
     }
 
