@@ -63,6 +63,19 @@ struct RunningServerProcessTests {
         let none = try await tunnelServer(["kick", "bob", "--control", controlPath])
         #expect(none.status != 0 && none.output.contains("no tunnel is logged in as \"bob\""), "\(none.output)")
 
+        // Revoked with passwd --remove, then SIGHUP: bob's new tunnel ends within a second and he cannot come back.
+        try OperatedServer.write(["alice": "wonderland", "bob": "builder"], to: usersPath)
+        kill(server.processIdentifier, SIGHUP)
+        #expect(await Loopback.waitUntil(seconds: 10) { server.outputSoFar.components(separatedBy: "users file reloaded").count == 3 })
+        let bobAgain = try await connect("bob", "builder")
+        let removal = try await tunnelServer(["passwd", "bob", "--remove", "--users", usersPath])
+        #expect(removal.status == 0, "\(removal.output)")
+        let signalled = ContinuousClock.now
+        kill(server.processIdentifier, SIGHUP)
+        #expect(await AdmissionPeers.eventually(timeout: .seconds(1)) { !bobAgain.channel.isActive })
+        #expect(ContinuousClock.now - signalled < .seconds(1))
+        await #expect(throws: TunnelLoginRefusedError.self) { _ = try await connect("bob", "builder") }
+
         if getuid() == 0 {
             // Even with the file open to all, the server itself refuses another user.
             chmod(directory, 0o755)
