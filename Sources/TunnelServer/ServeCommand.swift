@@ -138,6 +138,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
+    @Option(help: "Control socket for `tunnel-server status` and `kick`, answered for root and the server's user only. Default: /run/simpletunnel/server.sock as root, else $XDG_RUNTIME_DIR/simpletunnel/server.sock or /tmp/simpletunnel-UID/server.sock.")
+    var control: String?
+
     @Option(name: .customLong("run-as"), help: "Once the TUN device, routes and listeners are set up, become this user, keeping only CAP_NET_ADMIN (start as root).")
     var runAs: String?
 
@@ -258,7 +261,10 @@ struct Serve: AsyncParsableCommand {
             settings: settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,
             ipLayer: useIPLayer ? (configuration, ipOptions) : nil, ipLayerIsRequired: tun != nil,
             metricsEndpoint: metricsEndpoint,
-            database: launch.database
+            database: launch.database,
+            control: .init(
+                path: control ?? ServerControlProtocol.defaultPath(), owner: account.map { (uid: $0.uid, gid: $0.gid) }, isRequired: control != nil),
+            usersFile: launch.usersFile
         ) { server in
             if let identity {
                 let port = server.localAddress.port ?? 0

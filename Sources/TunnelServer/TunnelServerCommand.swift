@@ -8,8 +8,13 @@ import SimpleTunnelServices
 enum TunnelServerMain {
     static func main() {
         MallocTuning.apply()
+        // A parent may hand SIGHUP down blocked; it reloads the users file. Threads started later inherit this.
+        var hangup = sigset_t()
+        sigemptyset(&hangup)
+        sigaddset(&hangup, SIGHUP)
+        pthread_sigmask(SIG_UNBLOCK, &hangup, nil)
         let arguments = AppleCommandLine.rewritten(Array(CommandLine.arguments.dropFirst()))
-        if let error = AppleCommandLine.misspeltSubcommand(arguments, subcommands: ["serve", "passwd"]) {
+        if let error = AppleCommandLine.misspeltSubcommand(arguments, subcommands: ["serve", "passwd", "status", "kick"]) {
             FileHandle.standardError.write(Data((error + "\n  See 'tunnel-server --help' for the subcommands.\n").utf8))
             exit(64)
         }
@@ -23,7 +28,7 @@ struct TunnelServerCommand: AsyncParsableCommand {
         abstract: "Serve SimpleTunnel tunnels over TLS: TCP and UDP flows to real destinations, and an IP layer over TUN.",
         discussion: "Without a subcommand it serves: `tunnel-server serve --help` lists the options (--port, --config, --cert, --users, --tun, --run-as, ...).",
         version: SimpleTunnelVersion.current,
-        subcommands: [Serve.self, Passwd.self],
+        subcommands: [Serve.self, Passwd.self, ServerStatus.self, Kick.self],
         defaultSubcommand: Serve.self
     )
 }

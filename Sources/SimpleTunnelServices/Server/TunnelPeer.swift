@@ -1,14 +1,19 @@
+import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 
 /// The client at the other end of one server tunnel: who it is, once its
 /// login or verified certificate says so, and how to end its tunnel.
 public final class TunnelPeer: Sendable {
-    private let channel: Channel
+    let channel: Channel
+    /// When the connection was accepted.
+    let since: Date
     private let login = NIOLockedValueBox<String?>(nil)
+    private let leasedAddress = NIOLockedValueBox<IPv4Address?>(nil)
 
-    init(channel: Channel) {
+    init(channel: Channel, since: Date = Date()) {
         self.channel = channel
+        self.since = since
     }
 
     /// Set by the authentication gate when the login is accepted.
@@ -16,19 +21,34 @@ public final class TunnelPeer: Sendable {
         self.login.withLockedValue { $0 = login }
     }
 
+    /// The login this tunnel was accepted with; nil before, or without logins.
+    var currentLogin: String? { login.withLockedValue { $0 } }
+
+    /// Set by the IP layer when this tunnel's IP flow leases an address, cleared when it lets go.
+    func leased(_ address: IPv4Address?) {
+        leasedAddress.withLockedValue { $0 = address }
+    }
+
+    var currentLease: IPv4Address? { leasedAddress.withLockedValue { $0 } }
+
     /// The key of this client's durable lease: its login, else its verified
     /// certificate subject; nil for an anonymous client. Only on the tunnel's event loop.
     var identity: String? {
-        if let login = login.withLockedValue({ $0 }) {
+        if let login = currentLogin {
             return "login:\(login)"
         }
+        return certificateSubject.map { "subject:\($0)" }
+    }
+
+    /// The subject of the client's verified certificate. Only on the tunnel's event loop.
+    var certificateSubject: String? {
         guard let session = (try? channel.pipeline.syncOperations.handler(type: TLSHandler.self))?.sessionInfo,
             session.peerCertificateVerified, let subject = session.peerCertificateSubject
         else { return nil }
-        return "subject:\(subject)"
+        return subject
     }
 
-    /// Ends the tunnel (a newer session of the same client replaced it).
+    /// Ends the tunnel (a newer session of the same client replaced it, or the operator asked).
     func close() {
         channel.close(promise: nil)
     }

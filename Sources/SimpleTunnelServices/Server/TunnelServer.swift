@@ -74,14 +74,14 @@ public final class TunnelServer: Sendable {
     }
 
     private let channel: Channel
-    private let tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>
+    private let tunnels: TunnelRegistry
     private let shuttingDown = NIOLockedValueBox(false)
     public let localAddress: SocketAddress
     /// Which connections are taken; its counts say how many are unauthenticated and how many are tunnels.
     public let admission: ConnectionAdmission
     private let logger: Logger
 
-    private init(channel: Channel, tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>, admission: ConnectionAdmission, logger: Logger) throws {
+    private init(channel: Channel, tunnels: TunnelRegistry, admission: ConnectionAdmission, logger: Logger) throws {
         self.channel = channel
         self.tunnels = tunnels
         self.admission = admission
@@ -94,7 +94,7 @@ public final class TunnelServer: Sendable {
 
     /// Binds the listener and starts accepting tunnels.
     public static func start(settings: Settings, group: EventLoopGroup, logger: Logger) async throws -> TunnelServer {
-        let tunnels = NIOLockedValueBox<[ObjectIdentifier: Channel]>([:])
+        let tunnels = TunnelRegistry()
         let admission = ConnectionAdmission(
             limits: settings.admissionLimits, roll: settings.startupsRoll, logInterval: settings.refusalLogInterval, metrics: settings.metrics,
             logger: logger)
@@ -119,7 +119,7 @@ public final class TunnelServer: Sendable {
     private static func initializeTunnel(
         _ channel: Channel,
         settings: Settings,
-        tunnels: NIOLockedValueBox<[ObjectIdentifier: Channel]>,
+        tunnels: TunnelRegistry,
         admission: ConnectionAdmission,
         loginRefusals: ThrottledRefusalLog<LoginRefusal>,
         logger: Logger
@@ -131,11 +131,12 @@ public final class TunnelServer: Sendable {
         }
         var logger = logger
         logger[metadataKey: "peer"] = "\(channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown")"
-        tunnels.withLockedValue { $0[ObjectIdentifier(channel)] = channel }
+        let peer = TunnelPeer(channel: channel)
+        tunnels.add(peer)
         settings.metrics?.tunnels.increment()
         settings.metrics?.tunnelsOpened.increment()
         channel.closeFuture.whenComplete { _ in
-            _ = tunnels.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+            tunnels.remove(peer)
             admission.release(ticket)
             settings.metrics?.tunnels.decrement()
         }
@@ -147,7 +148,6 @@ public final class TunnelServer: Sendable {
             try pipeline.addHandler(PlaintextTLSClientDetector())
         }
         try pipeline.addTunnelMessageCodec()
-        let peer = TunnelPeer(channel: channel)
         if let authentication = settings.authentication {
             try pipeline.addHandler(
                 TunnelAuthenticationGate(
@@ -188,15 +188,32 @@ public final class TunnelServer: Sendable {
         }
         guard first else { return }
         try? await channel.close()
-        let open = tunnels.withLockedValue { Array($0.values) }
+        let open = tunnels.all
         logger.notice("shutting down", metadata: ["tunnels": "\(open.count)"])
         for tunnel in open {
-            try? await tunnel.close()
+            try? await tunnel.channel.close()
         }
     }
 
     /// The tunnels' connections now (for tests).
-    var tunnelChannels: [Channel] { tunnels.withLockedValue { Array($0.values) } }
+    var tunnelChannels: [Channel] { tunnels.all.map(\.channel) }
+
+    /// Every tunnel now, with its counters from its event loop.
+    public func status() async -> TunnelServerStatus {
+        await tunnels.status()
+    }
+
+    /// Ends the tunnels logged in as `login` (`tunnel-server kick`); how many.
+    @discardableResult
+    public func endTunnels(ofLogin login: String) -> Int {
+        tunnels.end(loginMatching: { $0 == login })
+    }
+
+    /// Ends the tunnels whose login `users` no longer has (after a reload); how many.
+    @discardableResult
+    public func endTunnels(notIn users: UserDatabase) -> Int {
+        tunnels.end(loginMatching: { users.users[$0] == nil })
+    }
 
     /// Completes when the listener closes.
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }

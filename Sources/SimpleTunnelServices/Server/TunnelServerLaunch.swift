@@ -69,6 +69,8 @@ public struct TunnelServerLaunch: Sendable {
     public var warnings: [String] = []
     /// Set with `--database`: logins come from it, and the IP layer leases from it.
     public var database: (any SharedServerStore)?
+    /// `--users`, which SIGHUP reads again.
+    public var usersFile: UsersFile?
 
     /// - Parameter openFileLimit: the soft RLIMIT_NOFILE the server runs with
     ///   (raised first, see `OpenFileLimit`); flow sockets get what it leaves.
@@ -137,13 +139,16 @@ public struct TunnelServerLaunch: Sendable {
             resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)), sockets: settings.opener.socketBudget.makeServerAccount())
 
         let database = try Self.database(options, server, environment: environment, logger: logger)
+        var usersFile: UsersFile?
         if options.usersPath != nil || database != nil {
             let users: any LoginDirectory
             if let database {
                 users = database.logins
             } else {
                 do {
-                    users = try UserDatabase.load(path: options.usersPath ?? "")
+                    let file = try UsersFile.load(path: options.usersPath ?? "")
+                    users = file
+                    usersFile = file
                 } catch {
                     throw TunnelServerLaunchError.invalidOption("--users: \(error)")
                 }
@@ -159,6 +164,7 @@ public struct TunnelServerLaunch: Sendable {
             settings: settings, configuration: configuration, policy: policy,
             policyNote: Self.policyNote(host: settings.host, loopback: loopback) + Self.allowListNote(policy))
         launch.database = database
+        launch.usersFile = usersFile
         launch.warnings += Self.refusedDNSServers(configuration, policy: policy)
         launch.warnings += [socketWarning].compactMap { $0 }
         launch.warnings += Self.dnsHint(configuration, resolvConf: resolvConf)

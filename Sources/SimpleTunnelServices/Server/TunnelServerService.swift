@@ -1,7 +1,9 @@
+import Foundation
 import Logging
 import NIOCore
 import Prometheus
 import ServiceLifecycle
+import UnixSignals
 
 /// Runs a `TunnelServer` in a `ServiceGroup`: binds, serves until graceful
 /// shutdown (SIGINT, SIGTERM), then stops accepting and closes every tunnel.
@@ -17,6 +19,23 @@ public struct TunnelServerService: Service, CustomStringConvertible {
     private let ipLayerIsRequired: Bool
     /// Shared with the other servers: connected and migrated before anything listens.
     private let database: (any SharedServerStore)?
+    private let control: ControlSocketOptions?
+    /// Read again on SIGHUP.
+    private let usersFile: UsersFile?
+
+    /// Where the control socket listens, and who owns it once `--run-as` drops root.
+    public struct ControlSocketOptions: Sendable {
+        public var path: String
+        public var owner: (uid: uid_t, gid: gid_t)?
+        /// Given with --control: failing to listen stops the server. The default path only warns.
+        public var isRequired: Bool
+
+        public init(path: String, owner: (uid: uid_t, gid: gid_t)? = nil, isRequired: Bool = true) {
+            self.path = path
+            self.owner = owner
+            self.isRequired = isRequired
+        }
+    }
 
     /// With `ipLayer`, the server brings up its TUN device first; when it
     /// cannot (not root, no /dev/net/tun), the server stops with that error if
@@ -31,10 +50,14 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         ipLayerIsRequired: Bool = false,
         metricsEndpoint: (endpoint: TunnelEndpoint, registry: PrometheusCollectorRegistry)? = nil,
         database: (any SharedServerStore)? = nil,
+        control: ControlSocketOptions? = nil,
+        usersFile: UsersFile? = nil,
         onListening: @escaping @Sendable (TunnelServer) throws -> Void = { _ in }
     ) {
         self.metricsEndpoint = metricsEndpoint
         self.database = database
+        self.control = control
+        self.usersFile = usersFile
         self.settings = settings
         self.group = group
         self.logger = logger
@@ -76,22 +99,49 @@ public struct TunnelServerService: Service, CustomStringConvertible {
                 host: metricsEndpoint.endpoint.host, port: metricsEndpoint.endpoint.port,
                 registry: metricsEndpoint.registry, group: group, logger: logger)
         }
+        // Trapped before anything listens: a SIGHUP from then on reloads and never ends the server.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         let server = try await TunnelServer.start(settings: settings, group: group, logger: logger)
+        var controlSocket: ControlSocketServer?
         do {
+            // Before onListening drops root: /run is root's, and the socket is handed to the service user.
+            if let control {
+                do {
+                    controlSocket = try await ServerControl.start(path: control.path, server: server, owner: control.owner, group: group, logger: logger)
+                } catch where !control.isRequired {
+                    logger.warning("no control socket (status and kick will not answer): \(error); give --control PATH")
+                }
+            }
             try onListening(server)
         } catch {
             await server.shutdown()
+            await controlSocket?.close()
             await metrics?.close()
             throw error
         }
+        let reloads = Task { await reloadOnHangup(server, hangups: hangups) }
         // Serve until asked to stop, or until the listener dies on its own.
         await withGracefulShutdownHandler {
             try? await server.closeFuture.get()
         } onGracefulShutdown: {
             Task { await server.shutdown() }
         }
+        reloads.cancel()
         await server.shutdown()
+        await controlSocket?.close()
         await metrics?.close()
+    }
+
+    /// SIGHUP reads the users file again; what else was set at start stays until a restart.
+    private func reloadOnHangup(_ server: TunnelServer, hangups: UnixSignalsSequence) async {
+        for await _ in hangups {
+            guard let usersFile else {
+                logger.notice("SIGHUP: nothing to reload (only --users is read again; a restart takes other changes)")
+                continue
+            }
+            server.reloadUsers(from: usersFile, logger: logger)
+            logger.info("SIGHUP: listener, configuration, policy, address pool and TUN device kept as they were; a restart takes changes to them")
+        }
     }
 }
 

@@ -7,7 +7,7 @@ import NIOCore
 /// or an `error`.
 public enum ControlProtocol {
     /// Largest request or response accepted.
-    public static let maximumMessageLength = 64 * 1024
+    public static var maximumMessageLength: Int { ControlFraming.maximumMessageLength }
 
     public struct Request: Codable, Sendable, Equatable {
         public var type: String
@@ -32,45 +32,21 @@ public enum ControlProtocol {
     /// Where the running client listens unless told otherwise: under
     /// `$XDG_RUNTIME_DIR`, else a per-user folder in /tmp.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment, userID: uid_t = getuid()) -> String {
-        let base = environment["XDG_RUNTIME_DIR"].map { "\($0)/simpletunnel" } ?? "/tmp/simpletunnel-\(userID)"
-        return base + "/client.sock"
+        ControlFraming.userRuntimeFolder(environment: environment, userID: userID) + "/client.sock"
     }
 
     static func frame(_ payload: Data) -> ByteBuffer {
-        var buffer = ByteBuffer()
-        buffer.writeInteger(UInt32(payload.count), endianness: .big)
-        buffer.writeBytes(payload)
-        return buffer
+        ControlFraming.frame(payload)
     }
 }
 
-/// Splits the control socket's stream into JSON payloads.
-struct ControlFrameDecoder: ByteToMessageDecoder {
-    typealias InboundOut = ByteBuffer
-
-    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let length = buffer.getInteger(at: buffer.readerIndex, endianness: .big, as: UInt32.self) else { return .needMoreData }
-        guard length <= ControlProtocol.maximumMessageLength else {
-            throw ControlError.messageTooLarge(Int(length))
-        }
-        guard buffer.readableBytes >= 4 + Int(length) else { return .needMoreData }
-        buffer.moveReaderIndex(forwardBy: 4)
-        guard let payload = buffer.readSlice(length: Int(length)) else { return .needMoreData }
-        context.fireChannelRead(wrapInboundOut(payload))
-        return .continue
-    }
-}
-
-public enum ControlError: Error, CustomStringConvertible {
-    case messageTooLarge(Int)
+/// A client's request that got no answer, with why and what to do.
+public enum ControlClientError: Error, CustomStringConvertible {
     case unreachable(ControlSocketDiagnosis)
-    case socketInUse(String)
 
     public var description: String {
         switch self {
-        case .messageTooLarge(let length): return "control message of \(length) bytes is over the \(ControlProtocol.maximumMessageLength)-byte limit"
         case .unreachable(let diagnosis): return diagnosis.description
-        case .socketInUse(let path): return "another tunnel-client already answers on \(path); give this one its own --control PATH"
         }
     }
 }

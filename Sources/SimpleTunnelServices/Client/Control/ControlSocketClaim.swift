@@ -24,7 +24,7 @@ final class ControlSocketClaim: Sendable {
         do {
             let server = try await ControlServer.start(path: path, handlers: handlers, group: group, logger: logger)
             return ControlSocketClaim(server: NIOLockedValueBox(server), waiting: nil)
-        } catch ControlError.socketInUse(let path) where !required {
+        } catch ControlError.socketInUse(let path, _) where !required {
             logger.warning("another tunnel-client answers on \(path): this one takes the control socket over when that one stops (or give it --control PATH)")
             let box = NIOLockedValueBox<ControlServer?>(nil)
             let waiting = Task {
@@ -36,7 +36,7 @@ final class ControlSocketClaim: Sendable {
                         box.withLockedValue { $0 = server }
                         logger.notice("the tunnel-client that answered on \(path) has stopped: this one answers there now")
                         return
-                    } catch ControlError.socketInUse(_) {
+                    } catch ControlError.socketInUse {
                         continue
                     } catch {
                         logger.warning("cannot take over the control socket \(path): \(error); this client has none")

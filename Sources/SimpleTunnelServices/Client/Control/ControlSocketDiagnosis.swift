@@ -8,14 +8,7 @@ import Glibc
 /// user knows what to do. The common case is a client started with sudo:
 /// its socket is root's, elsewhere and closed to other users.
 public struct ControlSocketDiagnosis: Equatable, Sendable, CustomStringConvertible {
-    public enum Reach: Equatable, Sendable {
-        /// No socket, or nobody listening on it.
-        case nothingThere
-        /// The socket or its folder may not be entered by this user.
-        case notPermitted
-        /// A client took the connection and closed it: it answers its own user and root only.
-        case closedWithoutAnswer
-    }
+    public typealias Reach = ControlSocketReach
 
     /// The request asked for: `status` or `stop`.
     public var request: String

@@ -11,6 +11,14 @@ public protocol LoginDirectory: Sendable {
     /// `LoginDirectoryRefusedLogin` when the login itself cannot be looked up,
     /// otherwise when the directory cannot be asked right now.
     func records(for login: String, on eventLoop: EventLoop) -> EventLoopFuture<UserDatabase>
+
+    /// False when `login` is gone since its records were handed out (a reload
+    /// removed it while its password was checked): the check no longer counts.
+    func stillKnows(_ login: String) -> Bool
+}
+
+extension LoginDirectory {
+    public func stillKnows(_ login: String) -> Bool { true }
 }
 
 extension UserDatabase: LoginDirectory {

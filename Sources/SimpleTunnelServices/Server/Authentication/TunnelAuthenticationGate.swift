@@ -108,9 +108,10 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
                 // Already refused (the peer did not wait for the answer): once is enough.
                 guard case .verifying = state else { return }
                 switch result {
-                case .success(true):
+                case .success(true) where users.stillKnows(login):
                     accept(context: context, login: login)
-                case .success(false):
+                case .success:
+                    // A wrong password, or a user removed by a reload while the password was checked.
                     refuse(context: context, login: login, reason: "wrong login or password")
                 case .failure(let refusal as PasswordCheckRefusal):
                     refuse(context: context, login: login, .busy, detail: refusal.description)

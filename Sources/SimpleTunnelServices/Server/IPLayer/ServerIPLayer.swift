@@ -45,8 +45,9 @@ public final class ServerIPLayer: Sendable {
                 // Who has which address: the line an operator looks for when a packet's source must be named.
                 logger.notice("leased \(lease.address)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
                 let endpoint = ServerIPFlowEndpoint(
-                    identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop, logger: logger, client: client)
+                    identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer)
                 if let peer {
+                    peer.leased(lease.address)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
                 completion(.success(OpenedFlow(endpoint: endpoint, configuration: configuration.configuration(forLease: lease.address))))
@@ -78,12 +79,15 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
     private let logger: Logger
     private let client: String?
     private var attached = true
+    /// Told the address while the flow holds it, for `tunnel-server status`.
+    private let peer: TunnelPeer?
 
     init(
         identifier: TunnelConnectionIdentifier, lease: AddressPool.Lease, sink: FlowEventSink, layer: ServerIPLayer, eventLoop: EventLoop,
-        logger: Logger, client: String?
+        logger: Logger, client: String?, peer: TunnelPeer? = nil
     ) {
         self.identifier = identifier
+        self.peer = peer
         self.lease = lease
         self.sink = sink
         self.layer = layer
@@ -110,6 +114,7 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
     func close() {
         guard attached else { return }
         attached = false
+        peer?.leased(nil)
         layer.release(lease)
         logger.notice("released \(lease.address)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
     }

@@ -1,0 +1,36 @@
+import Foundation
+import Logging
+import NIOCore
+
+/// The running server's control socket: `status` lists the tunnels, `kick`
+/// ends one login's tunnels. Only root and the server's user are answered.
+public enum ServerControl {
+    public static func start(
+        path: String, server: TunnelServer, owner: (uid: uid_t, gid: gid_t)? = nil, group: EventLoopGroup, logger: Logger
+    ) async throws -> ControlSocketServer {
+        try await ControlSocketServer.start(path: path, owner: owner, program: "tunnel-server", group: group, logger: logger) { payload in
+            let response = await answer(payload, server: server, logger: logger)
+            return (try? JSONEncoder().encode(response)) ?? Data()
+        }
+    }
+
+    static func answer(_ payload: Data, server: TunnelServer, logger: Logger) async -> ServerControlProtocol.Response {
+        guard let request = try? JSONDecoder().decode(ServerControlProtocol.Request.self, from: payload) else {
+            return .init(ok: false, error: "a request is a JSON object with a \"type\"; known: kick, status")
+        }
+        switch request.type {
+        case "status":
+            return .init(ok: true, status: await server.status())
+        case "kick":
+            guard let login = request.login else { return .init(ok: false, error: "kick needs a \"login\"") }
+            let ended = server.endTunnels(ofLogin: login)
+            logger.notice("control socket: kicked \(PeerText.quoted(login))", metadata: ["tunnels": "\(ended)"])
+            guard ended > 0 else {
+                return .init(ok: false, ended: 0, error: "no tunnel is logged in as \(PeerText.quoted(login))")
+            }
+            return .init(ok: true, ended: ended)
+        default:
+            return .init(ok: false, error: "unknown request type \(PeerText.quoted(request.type, limit: 32)); known: kick, status")
+        }
+    }
+}

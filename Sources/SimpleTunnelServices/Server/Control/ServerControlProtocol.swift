@@ -1,0 +1,39 @@
+import Foundation
+
+/// The server's control socket (`ControlSocketServer`): a request names its
+/// `type` (`status`, `kick` with a `login`); the answer says `ok` and carries
+/// the status, how many tunnels were ended, or an `error`.
+public enum ServerControlProtocol {
+    public struct Request: Codable, Sendable, Equatable {
+        public var type: String
+        public var login: String?
+
+        public init(type: String, login: String? = nil) {
+            self.type = type
+            self.login = login
+        }
+    }
+
+    public struct Response: Codable, Sendable, Equatable {
+        public var ok: Bool
+        public var status: TunnelServerStatus?
+        /// Tunnels a `kick` ended.
+        public var ended: Int?
+        public var error: String?
+
+        public init(ok: Bool, status: TunnelServerStatus? = nil, ended: Int? = nil, error: String? = nil) {
+            self.ok = ok
+            self.status = status
+            self.ended = ended
+            self.error = error
+        }
+    }
+
+    /// Where a running server listens unless told otherwise: /run/simpletunnel
+    /// for root (a system service), else the user's runtime folder.
+    public static func defaultPath(
+        environment: [String: String] = ProcessInfo.processInfo.environment, isRoot: Bool = geteuid() == 0
+    ) -> String {
+        (isRoot ? "/run/simpletunnel" : ControlFraming.userRuntimeFolder(environment: environment)) + "/server.sock"
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// What `tunnel-server status` shows: every tunnel, and the server's totals.
+/// Logins and certificate subjects come from peers: JSON escapes them as
+/// strings, and the text form prints them quoted (`PeerText`).
+public struct TunnelServerStatus: Codable, Sendable, Equatable {
+    public struct Tunnel: Codable, Sendable, Equatable {
+        /// Nil until the tunnel has logged in, or when the server takes no logins.
+        public var login: String?
+        /// The verified client certificate's subject (mutual TLS).
+        public var certificateSubject: String?
+        public var peer: String
+        public var leasedAddress: String?
+        /// When the connection was accepted, ISO 8601.
+        public var since: String
+        public var seconds: Double
+        public var bytesFromClient: UInt64
+        public var bytesToClient: UInt64
+        public var openFlows: Int
+        /// Nil with --plaintext, or before the handshake finished.
+        public var tlsVersion: String?
+    }
+
+    public struct Totals: Codable, Sendable, Equatable {
+        public var tunnels: Int
+        public var openFlows: Int
+        public var bytesFromClients: UInt64
+        public var bytesToClients: UInt64
+        /// Connections accepted since the server started, ended ones included.
+        public var tunnelsSinceStart: Int
+        public var startedAt: String
+    }
+
+    public var tunnels: [Tunnel]
+    public var totals: Totals
+
+    public var text: String {
+        var lines = [
+            "tunnels: \(totals.tunnels) (\(totals.tunnelsSinceStart) since \(totals.startedAt)), flows: \(totals.openFlows), "
+                + "bytes: \(totals.bytesFromClients) from clients, \(totals.bytesToClients) to clients"
+        ]
+        for tunnel in tunnels {
+            let who: String
+            if let login = tunnel.login {
+                who = "login " + PeerText.quoted(login)
+            } else if let subject = tunnel.certificateSubject {
+                who = "subject " + PeerText.quoted(subject)
+            } else {
+                who = "anonymous"
+            }
+            var line = "\(who)  from \(tunnel.peer)"
+            if let lease = tunnel.leasedAddress { line += "  lease \(lease)" }
+            line += "  since \(tunnel.since) (\(Int(tunnel.seconds)) s)  bytes \(tunnel.bytesFromClient) in, \(tunnel.bytesToClient) out"
+            line += "  flows \(tunnel.openFlows)  \(tunnel.tlsVersion ?? "no TLS")"
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// The server's open tunnels, for shutdown, `status`, `kick` and a reload
+/// that removes users.
+final class TunnelRegistry: Sendable {
+    private struct State {
+        var peers: [ObjectIdentifier: TunnelPeer] = [:]
+        var acceptedSinceStart = 0
+    }
+
+    private let state = NIOLockedValueBox(State())
+    let startedAt = Date()
+
+    func add(_ peer: TunnelPeer) {
+        state.withLockedValue { state in
+            state.peers[ObjectIdentifier(peer)] = peer
+            state.acceptedSinceStart += 1
+        }
+    }
+
+    func remove(_ peer: TunnelPeer) {
+        _ = state.withLockedValue { $0.peers.removeValue(forKey: ObjectIdentifier(peer)) }
+    }
+
+    var all: [TunnelPeer] { state.withLockedValue { Array($0.peers.values) } }
+
+    /// Closes the tunnels whose login matches; returns how many. Closed outside
+    /// the lock: a close on this thread removes the tunnel at once.
+    func end(loginMatching matches: (String) -> Bool) -> Int {
+        let chosen = all.filter { $0.currentLogin.map(matches) ?? false }
+        for peer in chosen { peer.close() }
+        return chosen.count
+    }
+
+    func status(now: Date = Date()) async -> TunnelServerStatus {
+        let (peers, accepted) = state.withLockedValue { (Array($0.peers.values), $0.acceptedSinceStart) }
+        var tunnels: [TunnelServerStatus.Tunnel] = []
+        for peer in peers {
+            if let tunnel = try? await peer.channel.eventLoop.submit({ Self.describe(peer, now: now) }).get() {
+                tunnels.append(tunnel)
+            }
+        }
+        tunnels.sort { ($0.since, $0.peer) < ($1.since, $1.peer) }
+        let totals = TunnelServerStatus.Totals(
+            tunnels: tunnels.count, openFlows: tunnels.reduce(0) { $0 + $1.openFlows },
+            bytesFromClients: tunnels.reduce(0) { $0 + $1.bytesFromClient }, bytesToClients: tunnels.reduce(0) { $0 + $1.bytesToClient },
+            tunnelsSinceStart: accepted, startedAt: startedAt.formatted(.iso8601))
+        return TunnelServerStatus(tunnels: tunnels, totals: totals)
+    }
+
+    /// One tunnel's row; on its event loop, where its handlers live.
+    private static func describe(_ peer: TunnelPeer, now: Date) -> TunnelServerStatus.Tunnel {
+        let pipeline = peer.channel.pipeline.syncOperations
+        let statistics = (try? pipeline.handler(type: TunnelChannelHandler.self))?.multiplexer?.currentStatistics ?? TunnelStatistics()
+        let session = (try? pipeline.handler(type: TLSHandler.self))?.sessionInfo
+        return TunnelServerStatus.Tunnel(
+            login: peer.currentLogin, certificateSubject: peer.certificateSubject,
+            peer: peer.channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown",
+            leasedAddress: peer.currentLease.map { "\($0)" }, since: peer.since.formatted(.iso8601),
+            seconds: now.timeIntervalSince(peer.since), bytesFromClient: statistics.bytesFromPeer, bytesToClient: statistics.bytesToPeer,
+            openFlows: statistics.openFlows, tlsVersion: session?.protocolVersion)
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+@testable import SimpleTunnelServices
+
+@Suite("Server status: leases and anonymous tunnels")
+struct ServerStatusLeaseTests {
+    @Test(.timeLimit(.minutes(1)))
+    func anIPTunnelShowsItsLeaseAndAnAnonymousPlaintextOneSaysSo() async throws {
+        let (fixture, _, _) = try await IPLayerTests.start()
+        let peer = try await fixture.peer()
+        try await peer.send(.open(identifier: 1, request: .ip))
+        guard case .openResult(1, .success, _, _)? = await peer.next() else {
+            Issue.record("no successful open result")
+            return
+        }
+        let status = await fixture.server.status()
+        let tunnel = try #require(status.tunnels.first)
+        #expect(status.tunnels.count == 1 && status.totals.openFlows == 1)
+        #expect(tunnel.leasedAddress == "10.90.0.2" && tunnel.login == nil && tunnel.certificateSubject == nil && tunnel.tlsVersion == nil)
+        #expect(status.text.contains("anonymous") && status.text.contains("lease 10.90.0.2") && status.text.contains("no TLS"), "\(status.text)")
+        try await peer.send(.close(identifier: 1, direction: .all))
+        var lease = tunnel.leasedAddress
+        for _ in 0..<200 where lease != nil {
+            try await Task.sleep(for: .milliseconds(10))
+            lease = await fixture.server.status().tunnels.first?.leasedAddress
+        }
+        #expect(lease == nil, "a closed IP flow gives its address back")
+        await peer.close()
+        await fixture.stop()
+    }
+}
