@@ -22,7 +22,9 @@ What is replaced, and why, is printed with each command:
     is `--owner nobody` (no such user here);
   - of `[--tun stun1] [--no-routes] [--dns]`, `--tun stun1 --no-routes`
     (one namespace holds both ends, so routing everything would loop).
-Not run: the release build and install (slow; the debug build stands in),
+Not run: the release build and install, and the package's build and install
+(slow; the debug build stands in; Packaging/test-install.sh, which .ci/run
+runs, installs the package on a fresh Debian 12 and uses it),
 nft (absent on some machines; skipped saying so), the several-servers
 section (the PostgreSQL and HAProxy tests run it).
 

@@ -12,7 +12,9 @@ output=${1:-$root/.build/packaging/bin}
 command -v swift >/dev/null 2>&1 || export PATH="/opt/swift/usr/bin:$PATH"
 cd "$root"
 
-build=(swift build -c release --static-swift-stdlib)
+# No $ORIGIN run path (nothing is loaded from beside the binary), and
+# relocations resolved at start so the GOT can be read-only (full RELRO).
+build=(swift build -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now)
 for product in tunnel-server tunnel-client; do
     "${build[@]}" --product "$product" >&2
 done
