@@ -42,7 +42,8 @@ maintainer=${DEB_MAINTAINER:-$(git -C "$root" log -1 --format='%an <%ae>')}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-stage="$work/simpletunnel"
+# Staged where dpkg-shlibdeps expects a package's files: debian/PACKAGE.
+stage="$work/source/debian/simpletunnel"
 doc="$stage/usr/share/doc/simpletunnel"
 
 install -D -m 0755 "$server" "$stage/usr/bin/tunnel-server"
@@ -90,7 +91,7 @@ install -D -m 0644 "$packaging/debian/lintian-overrides" "$stage/usr/share/linti
 } | gzip -9n >"$doc/changelog.Debian.gz"
 
 # Depends: what the binaries link, as the Debian packages providing it.
-mkdir -p "$work/source/debian"
+install -d -m 0755 "$stage/DEBIAN"
 printf 'Source: simpletunnel\n\nPackage: simpletunnel\nArchitecture: any\n' >"$work/source/debian/control"
 depends=$(cd "$work/source" && dpkg-shlibdeps -O "$stage/usr/bin/tunnel-server" "$stage/usr/bin/tunnel-client" \
     | sed -n 's/^shlibs:Depends=//p')
@@ -99,7 +100,6 @@ if grep -qi swift <<<"$depends"; then
     exit 1
 fi
 
-install -d -m 0755 "$stage/DEBIAN"
 install -m 0755 -t "$stage/DEBIAN" "$packaging/debian/postinst" "$packaging/debian/prerm" "$packaging/debian/postrm"
 echo "/etc/simpletunnel/tunnel-server.conf" >"$stage/DEBIAN/conffiles"
 chmod 0644 "$stage/DEBIAN/conffiles"
@@ -114,20 +114,22 @@ find "$stage" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 mkdir -p "$output"
 deb="$(cd "$output" && pwd)/simpletunnel_${version}-${revision}_${architecture}.deb"
-dpkg-deb --root-owner-group -Zxz -z9 -Sextreme --build "$stage" "$deb" >&2
-
 # Both programs carry the same 34 MB of Foundation's ICU data, over 64 MiB
-# apart in data.tar: beyond the dictionary of dpkg-deb's strongest preset.
-# Recompressed with a dictionary that spans both, the second copy costs
-# next to nothing (35 MiB become 21 MiB; unpacking needs about 200 MiB of memory).
+# apart in data.tar: beyond the dictionary of dpkg-deb's strongest preset
+# (-z9: 35 MiB). dpkg-deb builds it uncompressed; xz with a dictionary that
+# spans both makes the second copy cost next to nothing (21 MiB; unpacking
+# needs about 200 MiB of memory). One thread: blocks would split the copies.
+dpkg-deb --root-owner-group -Znone --build "$stage" "$work/uncompressed.deb" >&2
 (
     cd "$work"
-    ar x "$deb" debian-binary control.tar.xz data.tar.xz
-    xz -d data.tar.xz
+    ar x uncompressed.deb
+    members=(debian-binary)
+    [ -f control.tar ] && xz -T1 -9 control.tar
     xz -T1 --lzma2=preset=9e,dict=192MiB data.tar
+    members+=(control.tar.xz data.tar.xz)
     rm -f "$deb"
-    ar rcD "$deb" debian-binary control.tar.xz data.tar.xz
-    rm -f debian-binary control.tar.xz data.tar.xz
+    ar rcD "$deb" "${members[@]}"
+    rm -f uncompressed.deb debian-binary control.tar.xz data.tar.xz
 )
 dpkg-deb --info "$deb" >/dev/null
 

@@ -84,8 +84,9 @@ for program in tunnel-server tunnel-client; do
     echo "test-install: $program --version: $version" >&2
 done
 in_system getent passwd simpletunnel >/dev/null || fail "no simpletunnel user"
-[ "$(stat -c '%U %a' "$system/var/lib/simpletunnel")" = "simpletunnel 700" ] \
-    || fail "/var/lib/simpletunnel is $(stat -c '%U %a' "$system/var/lib/simpletunnel")"
+# Names as the installed system knows them (its user ids are not the host's).
+state=$(in_system stat -c '%U %a' /var/lib/simpletunnel)
+[ "$state" = "simpletunnel 700" ] || fail "/var/lib/simpletunnel is $state, not simpletunnel 700"
 
 # The installed server, as the service user with the service's state folder,
 # serves the installed client over loopback.
@@ -104,7 +105,7 @@ connect=$(sed -n 's/.*connect with: \(tunnel-client config --server 127\.0\.0\.1
 # shellcheck disable=SC2086
 configuration=$(in_system $connect) || fail "the installed client could not fetch the configuration"
 grep -q '{' <<<"$configuration" || fail "tunnel-client config printed no JSON: $configuration"
-[ -n "$(find "$system/var/lib/simpletunnel" -type f -user simpletunnel)" ] \
+[ -n "$(in_system find /var/lib/simpletunnel -type f -user simpletunnel)" ] \
     || fail "the server kept no certificate in /var/lib/simpletunnel"
 kill -TERM "$server"
 wait "$server" || { cat "$log" >&2; fail "the installed server did not exit cleanly on SIGTERM"; }
