@@ -36,6 +36,7 @@ mirror=${SIMPLETUNNEL_DEBIAN_MIRROR:-$(apt_mirror | head -n 1)}
 [ -n "$mirror" ] || { echo "test-install: no apt source of this machine names $suite; set SIMPLETUNNEL_DEBIAN_MIRROR" >&2; exit 1; }
 
 system=$(mktemp -d /var/tmp/simpletunnel-install.XXXXXX)
+chmod 0755 "$system"  # its root: every user there must get through it
 server=""
 cleanup() {
     status=$?
