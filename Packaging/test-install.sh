@@ -51,7 +51,10 @@ cleanup() {
     exit $status
 }
 trap cleanup EXIT
-in_system() { chroot "$system" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+in_system() {
+    chroot "$system" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        DEBIAN_FRONTEND=noninteractive "$@"
+}
 fail() { echo "test-install: FAILED: $*" >&2; exit 1; }
 
 echo "test-install: debootstrap $suite (minbase) from $mirror" >&2
@@ -62,7 +65,6 @@ mount -t proc proc "$system/proc"
 mount -t sysfs sysfs "$system/sys"
 mount --bind /dev "$system/dev"
 mount --bind /dev/pts "$system/dev/pts"
-export DEBIAN_FRONTEND=noninteractive
 
 # systemd and the libraries the package depends on first, so the file lists
 # before and after compare the package alone.
@@ -70,8 +72,9 @@ depends=$(dpkg-deb -f "$deb" Depends | sed -e 's/([^)]*)//g' -e 's/,/ /g')
 # shellcheck disable=SC2086
 in_system apt-get install -y -qq --no-install-recommends systemd $depends >/dev/null
 snapshot() {
-    # What dpkg and apt keep about packages and logs are theirs; useradd's
-    # backups of /etc/passwd and friends, and the user itself, stay (postrm).
+    # What dpkg and apt keep about packages and logs are theirs; the backups
+    # systemd-sysusers makes of /etc/passwd and friends, and the user itself,
+    # stay (see postrm).
     in_system find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /run -o -path /tmp \
         -o -path /var/lib/dpkg -o -path /var/lib/apt -o -path /var/cache -o -path /var/log \) -prune \
         -o -print | grep -Ev '^/etc/(passwd|group|shadow|gshadow)-$' | sort
