@@ -26,9 +26,10 @@ What is replaced, and why, is printed with each command:
     postgres --` against a throwaway cluster (initdb in a temporary folder,
     listening on 127.0.0.1:5432, which `db.internal` names here), and `$DB`
     is the address the README sets it to.
-Not run: the release build and install (slow; the debug build stands in),
-nft (absent on some machines; skipped saying so), the load balancer (the
-HAProxy test runs it).
+Not run: the release build and install, and the package's build and install
+(slow; the debug build stands in; Packaging/test-install.sh, which .ci/run
+runs, installs the package on a fresh Debian 12 and uses it), nft (absent on
+some machines; skipped saying so), the load balancer (the HAProxy test runs it).
 
 Usage: python3 .ci/readme.py   (as root, after `swift build`)
 """
