@@ -73,7 +73,7 @@ final class LoadBalancedLab {
             "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"),
             "--tun", "stun0", "--state-directory", directory + "/state-\(index)", "--database", postgres.socketURL,
         ])
-        let output = await process.waitForOutput(containing: "listening on", timeout: 30)
+        let output = await process.waitForOutput(containing: "listening on 0.0.0.0:4433", timeout: 30)
         try #require(output != nil, "server \(index) did not start:\n\(process.outputSoFar)")
         return process
     }

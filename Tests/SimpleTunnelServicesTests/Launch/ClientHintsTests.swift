@@ -84,7 +84,7 @@ struct ClientHintsTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let result = try await CommandLineTests.run(
             "setpriv", Array(Self.asNobody.dropFirst()) + [
-                BuiltPrograms.tunnelClient, "ip", "--server", "127.0.0.1:\(listener.port)", "--insecure", "--control", folder + "/c.sock",
+                BuiltPrograms.forAnyUser.tunnelClient, "ip", "--server", "127.0.0.1:\(listener.port)", "--insecure", "--control", folder + "/c.sock",
             ], timeout: 20)
         #expect(result.status == 1, "\(result)")
         #expect(result.output.contains("needs root or CAP_NET_ADMIN: run it with sudo"), "\(result.output)")
@@ -136,7 +136,7 @@ struct ClientHintsTests {
         #expect(await Self.status(at: path) != nil, "\(client.outputSoFar)")
         // As after `sudo -E tunnel-client ...`: the same default path, in a folder only root may enter.
         let result = try await CommandLineTests.run(
-            "setpriv", Array(Self.asNobody.dropFirst()) + ["env", "XDG_RUNTIME_DIR=\(folder)", BuiltPrograms.tunnelClient, "status"])
+            "setpriv", Array(Self.asNobody.dropFirst()) + ["env", "XDG_RUNTIME_DIR=\(folder)", BuiltPrograms.forAnyUser.tunnelClient, "status"])
         #expect(result.status == 1, "\(result)")
         #expect(result.output.contains("the control socket \(path) belongs to root (uid 0)"), "\(result.output)")
         #expect(result.output.contains("`sudo tunnel-client status`"), "\(result.output)")

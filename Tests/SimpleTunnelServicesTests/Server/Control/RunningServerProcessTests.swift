@@ -12,7 +12,7 @@ struct RunningServerProcessTests {
 
     func tunnelServer(_ arguments: [String], asNobody: Bool = false) async throws -> (status: Int32, output: String) {
         let prefix = asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
-        return try await ExternalProcess(prefix + [BuiltPrograms.tunnelServer] + arguments).finish()
+        return try await ExternalProcess(prefix + [asNobody ? BuiltPrograms.forAnyUser.tunnelServer : BuiltPrograms.tunnelServer] + arguments).finish()
     }
 
     @Test(.timeLimit(.minutes(2)))

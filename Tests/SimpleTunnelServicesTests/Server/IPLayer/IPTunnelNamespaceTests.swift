@@ -8,6 +8,21 @@ enum BuiltPrograms {
     static let directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
     static var tunnelServer: String { directory.appendingPathComponent("tunnel-server").path }
     static var tunnelClient: String { directory.appendingPathComponent("tunnel-client").path }
+
+    /// Copies of both programs that any user may run (a build folder in a
+    /// fresh clone may sit below a folder only root can enter): for tests that
+    /// run them as nobody. Made once per test process.
+    static let forAnyUser: (tunnelServer: String, tunnelClient: String) = {
+        let folder = "/tmp/simpletunnel-test-programs-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        chmod(folder, 0o755)
+        for name in ["tunnel-server", "tunnel-client"] {
+            try? FileManager.default.removeItem(atPath: folder + "/" + name)
+            try? FileManager.default.copyItem(atPath: directory.appendingPathComponent(name).path, toPath: folder + "/" + name)
+            chmod(folder + "/" + name, 0o755)
+        }
+        return (folder + "/tunnel-server", folder + "/tunnel-client")
+    }()
 }
 
 /// A real VPN in network namespaces the test creates: a client namespace, a
@@ -73,7 +88,7 @@ final class VPNLab {
         ] + arguments)
         let output = await process.waitForOutput(containing: "IP layer on", timeout: 20)
         try #require(output != nil, "the server did not bring its IP layer up:\n\(process.outputSoFar)")
-        _ = await process.waitForOutput(containing: "listening on", timeout: 20)
+        _ = await process.waitForOutput(containing: "listening on 0.0.0.0:4433", timeout: 20)
         return process
     }
 
@@ -227,7 +242,8 @@ struct IPTunnelNamespaceTests {
             "--state-directory", vpn.directory + "/server-state",
         ])
         defer { server.terminate() }
-        #expect(await server.waitForOutput(containing: "listening on", timeout: 20) != nil, "\(server.outputSoFar)")
+        // The listener's own line (the policy note also says "listening on 0.0.0.0, so …").
+        #expect(await server.waitForOutput(containing: "listening on 0.0.0.0:4433", timeout: 20) != nil, "\(server.outputSoFar)")
         #expect(server.outputSoFar.contains("no IP layer"), "\(server.outputSoFar)")
         let namespace = try vpn.clientNamespace(1)
         let client = try await vpn.startClient(in: namespace, serverAddress: "198.18.11.1", device: "stun1", expectUp: false)
