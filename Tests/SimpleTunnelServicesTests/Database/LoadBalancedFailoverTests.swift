@@ -139,7 +139,7 @@ final class LoadBalancedLab {
     }
 }
 
-@Suite("Several servers behind HAProxy, in network namespaces", .serialized)
+@Suite("Several servers behind HAProxy, in network namespaces", .serialized, .timeLimit(.minutes(5)))
 struct LoadBalancedFailoverTests {
     @Test(.enabled(if: LoadBalancedLab.isAvailable, "needs root, ip netns, /dev/net/tun, postgresql and haproxy"))
     func whenServerAStopsTheClientComesBackThroughBWithTheSameAddressAndPingWorks() async throws {

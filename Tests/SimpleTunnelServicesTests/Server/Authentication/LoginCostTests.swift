@@ -3,7 +3,7 @@ import NIOCore
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("One login cost: every check hashes the directory's highest iteration count")
+@Suite("One login cost: every check hashes the directory's highest iteration count", .timeLimit(.minutes(2)))
 struct LoginCostTests {
     /// A record of `iterations` that no password matches; made without hashing.
     static func record(_ iterations: Int) -> PasswordHash {

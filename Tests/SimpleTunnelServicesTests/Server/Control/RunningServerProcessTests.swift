@@ -4,7 +4,7 @@ import Testing
 @testable import SimpleTunnelServices
 
 /// The built tunnel-server, operated as a service is: SIGHUP, `status`, `kick`.
-@Suite("A running tunnel-server process, operated")
+@Suite("A running tunnel-server process, operated", .timeLimit(.minutes(2)))
 struct RunningServerProcessTests {
     let directory = NSTemporaryDirectory() + "operated-process-\(UUID().uuidString.prefix(8))"
     var usersPath: String { directory + "/users" }

@@ -3,7 +3,7 @@ import NIOCore
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Server control socket: status and kick")
+@Suite("Server control socket: status and kick", .timeLimit(.minutes(2)))
 struct ServerControlTests {
     /// A login with a quote and a backslash: peer-controlled text, escaped in both forms.
     static let oddLogin = #"o"brien\x"#

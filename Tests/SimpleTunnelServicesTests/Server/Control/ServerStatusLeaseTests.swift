@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Server status: leases and anonymous tunnels")
+@Suite("Server status: leases and anonymous tunnels", .timeLimit(.minutes(2)))
 struct ServerStatusLeaseTests {
     @Test(.timeLimit(.minutes(1)))
     func anIPTunnelShowsItsLeaseAndAnAnonymousPlaintextOneSaysSo() async throws {

@@ -3,7 +3,7 @@ import NIOCore
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Reloading the users file of a running server")
+@Suite("Reloading the users file of a running server", .timeLimit(.minutes(2)))
 struct UsersReloadTests {
     @Test(.timeLimit(.minutes(1)))
     func anAddedUserLogsInAfterTheReloadWhileAnotherTunnelKeepsFlowing() async throws {

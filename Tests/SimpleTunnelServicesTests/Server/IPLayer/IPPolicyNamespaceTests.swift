@@ -1,7 +1,7 @@
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("IP tunnel in network namespaces: the destination policy", .serialized)
+@Suite("IP tunnel in network namespaces: the destination policy", .serialized, .timeLimit(.minutes(3)))
 struct IPPolicyNamespaceTests {
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
     func aDeniedDestinationGetsNoPacketsWhileItsNeighbourDoes() async throws {

@@ -130,7 +130,7 @@ final class VPNLab {
     }
 }
 
-@Suite("IP tunnel in network namespaces", .serialized)
+@Suite("IP tunnel in network namespaces", .serialized, .timeLimit(.minutes(3)))
 struct IPTunnelNamespaceTests {
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
     func pingAndTCPThroughTheTunnelAndSpoofedSourcesAreDropped() async throws {
