@@ -9,7 +9,7 @@ enum ControlRequest {
         do {
             return try await ControlClient.request(type, path: path, isDefaultPath: control == nil, group: MultiThreadedEventLoopGroup.singleton)
         } catch {
-            FileHandle.standardError.write(Data("tunnel-client: \(error)\n".utf8))
+            StandardError.write("tunnel-client: \(error)\n")
             throw ExitCode(1)
         }
     }

@@ -154,7 +154,7 @@ enum PasswordReader {
         guard isatty(STDIN_FILENO) == 1 else {
             return readLine(strippingNewline: true) ?? ""
         }
-        FileHandle.standardError.write(Data(prompt.utf8))
+        StandardError.write(prompt)
         var original = termios()
         tcgetattr(STDIN_FILENO, &original)
         var silent = original
@@ -162,7 +162,7 @@ enum PasswordReader {
         tcsetattr(STDIN_FILENO, TCSANOW, &silent)
         defer {
             tcsetattr(STDIN_FILENO, TCSANOW, &original)
-            FileHandle.standardError.write(Data("\n".utf8))
+            StandardError.write("\n")
         }
         return readLine(strippingNewline: true) ?? ""
     }

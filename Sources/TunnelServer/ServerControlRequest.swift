@@ -12,7 +12,7 @@ enum ServerControlRequest {
             let answer = try await ControlSocketClient.exchange(payload, path: path, program: "tunnel-server", group: MultiThreadedEventLoopGroup.singleton)
             return try JSONDecoder().decode(ServerControlProtocol.Response.self, from: answer)
         } catch {
-            FileHandle.standardError.write(Data("tunnel-server: \(error)\n".utf8))
+            StandardError.write("tunnel-server: \(error)\n")
             throw ExitCode(1)
         }
     }
@@ -25,7 +25,7 @@ enum ServerControlRequest {
     }
 
     static func fail(_ message: String) -> ExitCode {
-        FileHandle.standardError.write(Data("tunnel-server: \(message)\n".utf8))
+        StandardError.write("tunnel-server: \(message)\n")
         return ExitCode(1)
     }
 }

@@ -15,7 +15,7 @@ enum TunnelServerMain {
         pthread_sigmask(SIG_UNBLOCK, &hangup, nil)
         let arguments = AppleCommandLine.rewritten(Array(CommandLine.arguments.dropFirst()))
         if let error = AppleCommandLine.misspeltSubcommand(arguments, subcommands: ["serve", "passwd", "status", "kick"]) {
-            FileHandle.standardError.write(Data((error + "\n  See 'tunnel-server --help' for the subcommands.\n").utf8))
+            StandardError.write((error + "\n  See 'tunnel-server --help' for the subcommands.\n"))
             exit(64)
         }
         BlockingMain.run { await TunnelServerCommand.main(arguments) }

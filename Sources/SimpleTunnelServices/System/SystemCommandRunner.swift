@@ -88,7 +88,7 @@ public struct SystemCommandRunner: CommandRunning {
         let drained = DispatchGroup()
         for (handle, isError) in [(output.fileHandleForReading, false), (errorOutput.fileHandleForReading, true)] {
             DispatchQueue.global().async(group: drained) {
-                collected.store(handle.readDataToEndOfFile(), isError: isError)
+                collected.store(readToEnd(handle.fileDescriptor), isError: isError)
             }
         }
         if exited.wait(timeout: .now() + .milliseconds(Int(timeout / .milliseconds(1)))) == .timedOut {
@@ -100,6 +100,23 @@ public struct SystemCommandRunner: CommandRunning {
         // A grandchild that kept a pipe open must not hang us.
         _ = drained.wait(timeout: .now() + .seconds(2))
         return CommandResult(status: process.terminationStatus, standardOutput: collected.text(isError: false), standardError: collected.text(isError: true))
+    }
+}
+
+/// Everything until end of file. Foundation's `readDataToEndOfFile` traps when
+/// a signal interrupts the read; a signal here only means "read again".
+private func readToEnd(_ descriptor: Int32) -> Data {
+    var collected = Data()
+    var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count > 0 {
+            collected.append(contentsOf: chunk[0..<count])
+        } else if count < 0 && errno == EINTR {
+            continue
+        } else {
+            return collected
+        }
     }
 }
 

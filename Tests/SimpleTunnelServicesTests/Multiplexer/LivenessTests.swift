@@ -52,18 +52,18 @@ struct LivenessTests {
     @Test(.timeLimit(.minutes(1)))
     func aQuietFlowOutlivesTheIdleTimeout() async throws {
         // Long enough for a loaded machine to get the open in before the tunnel, with no flow yet, counts as idle.
-        let fixture = try await RawServerFixture.start { $0.liveness = .init(idleTimeout: .seconds(2)) }
+        let fixture = try await RawServerFixture.start { $0.liveness = .init(idleTimeout: .seconds(5)) }
         let peer = try await fixture.peer()
         try await peer.send(.open(identifier: 5, request: .tcp(TunnelEndpoint(host: "127.0.0.1", port: fixture.echoPort))))
         #expect(await peer.next() == .openResult(identifier: 5, result: .success))
         // Silent for three idle timeouts, as an idle SSH session through Apple's client (which never probes) is.
-        try await Task.sleep(for: .seconds(6))
+        try await Task.sleep(for: .seconds(12))
         try await peer.send(.data(identifier: 5, payload: ByteBuffer(string: "still there?")), .close(identifier: 5, direction: .write))
         let (echoed, closedWith) = await peer.collectData(for: 5)
         #expect(echoed == ByteBuffer(string: "still there?"))
         #expect(closedWith == .write)
         // With the flow gone, silence ends the tunnel again.
-        #expect(await peer.waitForClose(timeout: .seconds(10)))
+        #expect(await peer.waitForClose(timeout: .seconds(20)))
         await fixture.stop()
     }
 
