@@ -167,15 +167,8 @@ struct Serve: AsyncParsableCommand {
         CommandLine.arguments.first.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path.contains("/.build/") } ?? false
     }
 
-    func run() async throws {
-        let logLevel = self.logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = logLevel
-            return handler
-        }
-        let logger = Logger(label: "tunnel-server")
-
+    /// The command line as the launch reads it, at start and on every reload.
+    private func launchOptions() -> TunnelServerLaunchOptions {
         var options = TunnelServerLaunchOptions()
         options.host = host
         options.port = port
@@ -211,6 +204,28 @@ struct Serve: AsyncParsableCommand {
         options.databasePasswordFile = databasePasswordFile
         options.openSharedStore = TunnelDatabase.opener
 
+        return options
+    }
+
+    /// Settings merged from defaults, the file and `options`; clients take the device's MTU from the lease (IPv4.MTU, PROTOCOL.md A5).
+    private static func prepareLaunch(_ options: TunnelServerLaunchOptions, mtu: Int, openFileLimit: Int, logger: Logger) throws -> TunnelServerLaunch {
+        var launch = try TunnelServerLaunch.prepare(
+            options, resolvConf: ResolverConfiguration.readSystemResolvConf(), openFileLimit: openFileLimit, logger: logger)
+        launch.configuration.otherIPv4Keys["MTU"] = PropertyListValue(mtu)
+        return launch
+    }
+
+    func run() async throws {
+        let logLevel = self.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = logLevel
+            return handler
+        }
+        let logger = Logger(label: "tunnel-server")
+
+        let options = launchOptions()
+
         // Every tunnel and flow is a descriptor; the usual soft limit of 1024 is far too few.
         let openFiles = OpenFileLimit.raiseSoftLimitToHardLimit()
         if let openFiles {
@@ -218,8 +233,7 @@ struct Serve: AsyncParsableCommand {
         }
         let launch: TunnelServerLaunch
         do {
-            launch = try TunnelServerLaunch.prepare(
-                options, resolvConf: ResolverConfiguration.readSystemResolvConf(), openFileLimit: openFiles?.after.soft ?? 1024, logger: logger)
+            launch = try Self.prepareLaunch(options, mtu: mtu, openFileLimit: openFiles?.after.soft ?? 1024, logger: logger)
         } catch {
             logger.critical("cannot start: \(error)")
             throw ExitCode(2)
@@ -254,17 +268,24 @@ struct Serve: AsyncParsableCommand {
             logger.notice("no IP layer (IP tunnels are refused): give --tun, or a --config with an IPv4 pool, to start one")
         }
         let leaseFile = useIPLayer && launch.database == nil ? ipOptions.leaseFile : nil
-        // Clients take the device's MTU from the lease (IPv4.MTU, PROTOCOL.md A5) unless they set their own.
-        var configuration = launch.configuration
-        configuration.otherIPv4Keys["MTU"] = PropertyListValue(mtu)
+        // A reload reads the same files with the same command line, and keeps the open database.
+        var rereadOptions = options
+        if let database = launch.database {
+            rereadOptions.openSharedStore = { _, _, _, _ in database }
+        }
+        let (mtu, openFileLimit) = (self.mtu, openFiles?.after.soft ?? 1024)
+        let reload = ConfigurationReload(running: launch) { [rereadOptions] in
+            try Self.prepareLaunch(rereadOptions, mtu: mtu, openFileLimit: openFileLimit, logger: logger)
+        }
         let service = TunnelServerService(
             settings: settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,
-            ipLayer: useIPLayer ? (configuration, ipOptions) : nil, ipLayerIsRequired: tun != nil,
+            ipLayer: useIPLayer ? (launch.configuration, ipOptions) : nil, ipLayerIsRequired: tun != nil,
             metricsEndpoint: metricsEndpoint,
             database: launch.database,
             control: .init(
                 path: control ?? ServerControlProtocol.defaultPath(), owner: account.map { (uid: $0.uid, gid: $0.gid) }, isRequired: control != nil),
-            usersFile: launch.usersFile
+            usersFile: launch.usersFile,
+            configurationReload: reload
         ) { server in
             if let identity {
                 let port = server.localAddress.port ?? 0

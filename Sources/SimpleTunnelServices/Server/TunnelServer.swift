@@ -75,14 +75,23 @@ public final class TunnelServer: Sendable {
 
     private let channel: Channel
     private let tunnels: TunnelRegistry
+    /// What each new connection is served with; a reload replaces it.
+    private let live: NIOLockedValueBox<Settings>
+    /// The destination rules every flow asks at open, old tunnels' too.
+    private let authorizer: ReloadableAuthorizer
     private let shuttingDown = NIOLockedValueBox(false)
     public let localAddress: SocketAddress
     /// Which connections are taken; its counts say how many are unauthenticated and how many are tunnels.
     public let admission: ConnectionAdmission
     private let logger: Logger
 
-    private init(channel: Channel, tunnels: TunnelRegistry, admission: ConnectionAdmission, logger: Logger) throws {
+    private init(
+        channel: Channel, tunnels: TunnelRegistry, live: NIOLockedValueBox<Settings>, authorizer: ReloadableAuthorizer, admission: ConnectionAdmission,
+        logger: Logger
+    ) throws {
         self.channel = channel
+        self.live = live
+        self.authorizer = authorizer
         self.tunnels = tunnels
         self.admission = admission
         self.logger = logger
@@ -94,6 +103,10 @@ public final class TunnelServer: Sendable {
 
     /// Binds the listener and starts accepting tunnels.
     public static func start(settings: Settings, group: EventLoopGroup, logger: Logger) async throws -> TunnelServer {
+        var settings = settings
+        let authorizer = ReloadableAuthorizer(settings.opener.authorizer)
+        settings.opener.authorizer = authorizer
+        let live = NIOLockedValueBox(settings)
         let tunnels = TunnelRegistry()
         let admission = ConnectionAdmission(
             limits: settings.admissionLimits, roll: settings.startupsRoll, logInterval: settings.refusalLogInterval, metrics: settings.metrics,
@@ -105,13 +118,13 @@ public final class TunnelServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try Self.initializeTunnel(
-                        channel, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
+                        channel, settings: live.withLockedValue { $0 }, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
                 }
             }
             .bind(host: settings.host, port: settings.port)
             .namingListenAddress(host: settings.host, port: settings.port)
             .get()
-        let server = try TunnelServer(channel: channel, tunnels: tunnels, admission: admission, logger: logger)
+        let server = try TunnelServer(channel: channel, tunnels: tunnels, live: live, authorizer: authorizer, admission: admission, logger: logger)
         logger.notice("listening on \(TunnelEndpoint(server.localAddress))", metadata: ["tls": "\(settings.tls != nil)"])
         return server
     }
@@ -214,6 +227,20 @@ public final class TunnelServer: Sendable {
     public func endTunnels(notIn users: UserDatabase) -> Int {
         tunnels.end(loginMatching: { users.users[$0] == nil })
     }
+
+    /// Serves new connections with `reload.settings` from now on, and every
+    /// tunnel's next flow with its destination rules. Tunnels already open keep
+    /// their limits and the configuration they were given.
+    public func apply(_ reload: ServerSettingsReload) {
+        var settings = reload.settings
+        authorizer.replace(with: settings.opener.authorizer)
+        settings.opener.authorizer = authorizer
+        live.withLockedValue { $0 = settings }
+        admission.update(limits: settings.admissionLimits)
+    }
+
+    /// The settings new connections get now.
+    var currentSettings: Settings { live.withLockedValue { $0 } }
 
     /// Completes when the listener closes.
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }

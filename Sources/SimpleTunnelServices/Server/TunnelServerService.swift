@@ -22,6 +22,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
     private let control: ControlSocketOptions?
     /// Read again on SIGHUP.
     private let usersFile: UsersFile?
+    private let configurationReload: ConfigurationReload?
 
     /// Where the control socket listens, and who owns it once `--run-as` drops root.
     public struct ControlSocketOptions: Sendable {
@@ -52,12 +53,14 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         database: (any SharedServerStore)? = nil,
         control: ControlSocketOptions? = nil,
         usersFile: UsersFile? = nil,
+        configurationReload: ConfigurationReload? = nil,
         onListening: @escaping @Sendable (TunnelServer) throws -> Void = { _ in }
     ) {
         self.metricsEndpoint = metricsEndpoint
         self.database = database
         self.control = control
         self.usersFile = usersFile
+        self.configurationReload = configurationReload
         self.settings = settings
         self.group = group
         self.logger = logger
@@ -119,7 +122,8 @@ public struct TunnelServerService: Service, CustomStringConvertible {
             await metrics?.close()
             throw error
         }
-        let reloads = Task { await reloadOnHangup(server, hangups: hangups) }
+        let ipLayer = settings.ipLayer
+        let reloads = Task { await reloadOnHangup(server, ipLayer: ipLayer, hangups: hangups) }
         // Serve until asked to stop, or until the listener dies on its own.
         await withGracefulShutdownHandler {
             try? await server.closeFuture.get()
@@ -132,16 +136,32 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         await metrics?.close()
     }
 
-    /// SIGHUP reads the users file again; what else was set at start stays until a restart.
-    private func reloadOnHangup(_ server: TunnelServer, hangups: UnixSignalsSequence) async {
+    /// SIGHUP reads the users file and the configuration again. Each is taken
+    /// whole or not at all: one that does not load leaves the server as it was.
+    private func reloadOnHangup(_ server: TunnelServer, ipLayer: ServerIPLayer?, hangups: UnixSignalsSequence) async {
+        var running = configurationReload?.running
         for await _ in hangups {
-            guard let usersFile else {
-                logger.notice("SIGHUP: nothing to reload (only --users is read again; a restart takes other changes)")
+            if let usersFile {
+                server.reloadUsers(from: usersFile, logger: logger)
+            }
+            guard let reload = configurationReload, let current = running else {
+                if usersFile == nil { logger.notice("SIGHUP: nothing to reload (the server was started without a way to read its settings again)") }
                 continue
             }
-            server.reloadUsers(from: usersFile, logger: logger)
-            logger.info("SIGHUP: listener, configuration, policy, address pool and TUN device kept as they were; a restart takes changes to them")
+            running = server.reloadSettings(running: current, reread: reload.reread, ipLayer: ipLayer, logger: logger)
         }
+    }
+}
+
+/// How the server reads its settings again on SIGHUP: the launch it runs
+/// with, and the same merge of defaults, file and command line that made it.
+public struct ConfigurationReload: Sendable {
+    public var running: TunnelServerLaunch
+    public var reread: @Sendable () throws -> TunnelServerLaunch
+
+    public init(running: TunnelServerLaunch, reread: @escaping @Sendable () throws -> TunnelServerLaunch) {
+        self.running = running
+        self.reread = reread
     }
 }
 

@@ -60,3 +60,11 @@ extension TimeAmount {
         }
     }
 }
+
+extension TimeAmount {
+    /// Seconds as an operator writes them: "10", "2.5".
+    public var userSeconds: String {
+        let seconds = Double(nanoseconds) / 1e9
+        return seconds == seconds.rounded() ? "\(Int64(seconds))" : "\(seconds)"
+    }
+}

@@ -22,7 +22,7 @@ public struct AdmissionControl: Sendable {
         case refuse(AdmissionRefusal)
     }
 
-    public let limits: Limits
+    public internal(set) var limits: Limits
     public private(set) var unauthenticated = 0
     public private(set) var tunnels = 0
     private var unauthenticatedByGroup: [ClientAddressGroup: Int] = [:]

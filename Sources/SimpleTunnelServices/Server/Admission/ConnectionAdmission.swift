@@ -24,6 +24,11 @@ public final class ConnectionAdmission: Sendable {
         self.metrics = metrics
     }
 
+    /// New limits for the connections from now on (a reload); those already taken stay.
+    func update(limits: AdmissionControl.Limits) {
+        control.withLockedValue { $0.limits = limits }
+    }
+
     /// A snapshot, for tests and shutdown.
     public var current: AdmissionControl { control.withLockedValue { $0 } }
 

@@ -28,3 +28,42 @@ extension TunnelServer {
         logins.map { PeerText.quoted($0, limit: 64) }.joined(separator: ",")
     }
 }
+
+extension TunnelServer {
+    /// SIGHUP: the settings merged again from defaults, file and command line.
+    /// What can change live is applied to new connections (and the destination
+    /// rules to every tunnel's next flow and packet); what cannot is kept and
+    /// named. One that does not load changes nothing. Returns what now runs.
+    public func reloadSettings(
+        running: TunnelServerLaunch, reread: () throws -> TunnelServerLaunch, ipLayer: ServerIPLayer?, logger: Logger
+    ) -> TunnelServerLaunch {
+        let fresh: TunnelServerLaunch
+        do {
+            fresh = try reread()
+        } catch {
+            logger.error("configuration not reloaded, the server keeps every setting it had: \(error)")
+            return running
+        }
+        let reload = ServerSettingsReload(running: running, reread: fresh)
+        apply(reload)
+        ipLayer?.update(configuration: reload.configuration, policy: reload.policy)
+        for warning in fresh.warnings {
+            logger.warning("\(warning)")
+        }
+        if reload.needsRestart.isEmpty {
+            logger.notice(
+                "configuration reloaded", metadata: ["changed": "\(reload.applied.isEmpty ? "nothing" : reload.applied.joined(separator: "; "))"])
+        } else {
+            logger.warning(
+                "configuration reloaded; some changes need a restart and were not applied",
+                metadata: [
+                    "changed": "\(reload.applied.isEmpty ? "nothing" : reload.applied.joined(separator: "; "))",
+                    "kept-until-restart": "\(reload.needsRestart.joined(separator: "; "))",
+                ])
+        }
+        if !reload.applied.isEmpty {
+            logger.info("tunnels already open keep their limits and pushed configuration until they reconnect; every tunnel's next flow and packet meets the new destination rules")
+        }
+        return reload.effective(running: running, reread: fresh)
+    }
+}

@@ -13,7 +13,8 @@ public final class PacketRouter: @unchecked Sendable {
     private let device: PacketFlow
     private let routes = NIOLockedValueBox<[IPv4Address: Route]>([:])
     private let drops = NIOLockedValueBox(Drops())
-    private let filter: PacketDestinationFilter
+    /// Replaced whole by a reload; read once per batch.
+    private let currentFilter: NIOLockedValueBox<PacketDestinationFilter>
     private let logger: Logger
     private let metrics: TunnelServerMetrics?
     /// Clients choose how many packets they send: a kind of drop is logged at
@@ -60,12 +61,18 @@ public final class PacketRouter: @unchecked Sendable {
     /// (see `PacketDestinationFilter`); the default refuses none.
     public init(device: PacketFlow, policy: DestinationPolicy = .allowAll, metrics: TunnelServerMetrics? = nil, logger: Logger) {
         self.device = device
-        self.filter = PacketDestinationFilter(policy)
+        self.currentFilter = NIOLockedValueBox(PacketDestinationFilter(policy))
         self.metrics = metrics
         self.logger = logger
     }
 
     public var counters: Counters { drops.withLockedValue { $0.counters } }
+
+    /// The destination rules for packets from now on (a reload).
+    public func update(policy: DestinationPolicy) {
+        let filter = PacketDestinationFilter(policy)
+        currentFilter.withLockedValue { $0 = filter }
+    }
 
     /// Starts reading the device; batches are sorted out on `eventLoop`.
     public func start(on eventLoop: EventLoop) {
@@ -98,6 +105,7 @@ public final class PacketRouter: @unchecked Sendable {
         var spoofed: UInt64 = 0
         var notIPv4: UInt64 = 0
         var refused: UInt64 = 0
+        let filter = currentFilter.withLockedValue { $0 }
         let filtering = !filter.isEmpty
         for packet in packets {
             guard let addresses = IPv4PacketHeader.addresses(of: packet.bytes) else {

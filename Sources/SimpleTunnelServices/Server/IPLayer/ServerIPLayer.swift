@@ -7,7 +7,8 @@ import NIOCore
 public final class ServerIPLayer: Sendable {
     public let pool: any AddressLeasing
     public let router: PacketRouter
-    private let configuration: TunnelServerConfiguration
+    /// What each new lease is answered with; a reload replaces it (the pool stays).
+    private let currentConfiguration: NIOLockedValueBox<TunnelServerConfiguration>
     let metrics: TunnelServerMetrics?
     /// The tunnel of each lease's holder, so that a newer session of the same client can end it.
     private let holders = NIOLockedValueBox<[LeaseBook.Holder: @Sendable () -> Void]>([:])
@@ -15,9 +16,15 @@ public final class ServerIPLayer: Sendable {
     public init(pool: any AddressLeasing, router: PacketRouter, configuration: TunnelServerConfiguration, metrics: TunnelServerMetrics? = nil) {
         self.pool = pool
         self.router = router
-        self.configuration = configuration
+        self.currentConfiguration = NIOLockedValueBox(configuration)
         self.metrics = metrics
         pool.whenReplacedElsewhere { [weak self] holder in self?.endSession(holder: holder) }
+    }
+
+    /// Routes and DNS for the leases given from now on, and the packet rules for every lease (a reload).
+    public func update(configuration: TunnelServerConfiguration, policy: DestinationPolicy) {
+        currentConfiguration.withLockedValue { $0 = configuration }
+        router.update(policy: policy)
     }
 
     /// Leases an address for an IP flow and attaches it to the router; result 3 when the pool is exhausted,
@@ -50,7 +57,7 @@ public final class ServerIPLayer: Sendable {
                     peer.leased(lease.address)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
-                completion(.success(OpenedFlow(endpoint: endpoint, configuration: configuration.configuration(forLease: lease.address))))
+                completion(.success(OpenedFlow(endpoint: endpoint, configuration: currentConfiguration.withLockedValue { $0 }.configuration(forLease: lease.address))))
             }
         }
     }

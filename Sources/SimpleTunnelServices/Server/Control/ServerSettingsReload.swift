@@ -1,0 +1,134 @@
+/// What a SIGHUP does with the configuration read again: the settings a
+/// running server can change without dropping anyone, and the ones it keeps
+/// until a restart. Decided here, as a value; `TunnelServer.apply` does it.
+///
+/// The new settings come from the same merge as at start (defaults, then the
+/// configuration file, then the command line, `TunnelServerLaunch.prepare`),
+/// so a reload means exactly what a restart with the same files would, for
+/// what it changes.
+public struct ServerSettingsReload: Sendable {
+    /// The settings to serve with from now on: the new ones, with what cannot
+    /// change live (the listener, the shared budgets, logins) taken from the running server.
+    public let settings: TunnelServer.Settings
+    /// Destination rules and the pushed configuration (routes, DNS) for the IP layer.
+    public let policy: DestinationPolicy
+    public let configuration: TunnelServerConfiguration
+    /// Changed and applied: "name: before → after".
+    public let applied: [String]
+    /// Changed in the files but kept as they were until a restart.
+    public let needsRestart: [String]
+
+    public init(running: TunnelServerLaunch, reread: TunnelServerLaunch) {
+        var applied: [String] = []
+        var needsRestart: [String] = []
+        for aspect in Self.aspects {
+            let before = aspect.describe(running), after = aspect.describe(reread)
+            guard before != after || aspect.differs(running, reread) else { continue }
+            let line = "\(aspect.name): \(before) → \(after)"
+            if aspect.isLive { applied.append(line) } else { needsRestart.append(line) }
+        }
+        var settings = reread.settings
+        let kept = running.settings
+        settings.host = kept.host
+        settings.port = kept.port
+        settings.clientNetworks = kept.clientNetworks
+        settings.bufferBudget = kept.bufferBudget
+        settings.opener.socketBudget = kept.opener.socketBudget
+        settings.dns = kept.dns
+        settings.authentication = kept.authentication
+        settings.ipLayer = kept.ipLayer
+        settings.metrics = kept.metrics
+        settings.startupsRoll = kept.startupsRoll
+        settings.refusalLogInterval = kept.refusalLogInterval
+        if (kept.tls == nil) != (reread.settings.tls == nil) { settings.tls = kept.tls }
+        self.settings = settings
+        self.policy = reread.policy
+        var configuration = reread.configuration
+        configuration.pool = running.configuration.pool
+        configuration.poolIsConfigured = running.configuration.poolIsConfigured
+        configuration.server.databaseURL = running.configuration.server.databaseURL
+        self.configuration = configuration
+        self.applied = applied
+        self.needsRestart = needsRestart
+    }
+
+    /// The launch that now runs, for comparing with the next reload: what was
+    /// kept is still the running one's, so it is named again until a restart.
+    public func effective(running: TunnelServerLaunch, reread: TunnelServerLaunch) -> TunnelServerLaunch {
+        var launch = reread
+        launch.settings = settings
+        launch.configuration = configuration
+        launch.database = running.database
+        launch.usersFile = running.usersFile
+        launch.selfSignedIdentity = running.selfSignedIdentity
+        return launch
+    }
+
+    /// One setting as the operator knows it, described so that two launches can be compared.
+    struct Aspect: Sendable {
+        let name: String
+        let isLive: Bool
+        let describe: @Sendable (TunnelServerLaunch) -> String
+        /// For values whose description leaves something out.
+        var differs: @Sendable (TunnelServerLaunch, TunnelServerLaunch) -> Bool = { _, _ in false }
+
+        init(
+            name: String, isLive: Bool, differs: @escaping @Sendable (TunnelServerLaunch, TunnelServerLaunch) -> Bool = { _, _ in false },
+            describe: @escaping @Sendable (TunnelServerLaunch) -> String
+        ) {
+            self.name = name
+            self.isLive = isLive
+            self.differs = differs
+            self.describe = describe
+        }
+    }
+
+    /// Every setting a reload can find changed. A new setting is added here once.
+    static let aspects: [Aspect] = [
+        Aspect(name: "listen address", isLive: false) { $0.settings.host },
+        Aspect(name: "listen port", isLive: false) { $0.settings.port == 0 ? "any free port" : "\($0.settings.port)" },
+        Aspect(name: "TLS", isLive: false) { $0.settings.tls == nil ? "off (--plaintext)" : "on" },
+        Aspect(name: "plaintext clients", isLive: false) { $0.settings.clientNetworks.map { "\($0)" } ?? "any" },
+        Aspect(name: "database", isLive: false) { $0.configuration.server.databaseURL ?? "none" },
+        Aspect(name: "IPv4 pool", isLive: false) {
+            $0.configuration.poolIsConfigured ? "\($0.configuration.pool.lowerBound)-\($0.configuration.pool.upperBound)" : "none"
+        },
+        Aspect(name: "server buffer", isLive: false) { "\($0.settings.bufferBudget.limit >> 20) MiB" },
+        Aspect(name: "flow sockets", isLive: false) { "\($0.settings.opener.socketBudget.serverLimit)" },
+        Aspect(name: "login limits", isLive: false) {
+            guard let authentication = $0.settings.authentication else { return "no logins" }
+            let checks = authentication.checker.limits
+            return "\(checks.concurrent) checks, \(checks.perSource) per address, \(authentication.limiter.maximumFailures) failures"
+        },
+        Aspect(name: "destination policy", isLive: true) { launch in
+            let allow = launch.policy.allowRules.map(\.text), deny = launch.policy.denyRules.map(\.text)
+            return "allow [\(allow.joined(separator: ", "))] deny [\(deny.joined(separator: ", "))]"
+        },
+        Aspect(
+            name: "pushed configuration", isLive: true,
+            differs: { running, reread in
+                let any = IPv4Address(0, 0, 0, 0)
+                return running.settings.clientConfiguration != reread.settings.clientConfiguration
+                    || running.configuration.configuration(forLease: any) != reread.configuration.configuration(forLease: any)
+            }
+        ) { launch in
+            "routes \(launch.configuration.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything"), "
+                + "DNS \(launch.configuration.dns.map { $0.servers.map(\.description).joined(separator: ", ") } ?? "none")"
+        },
+        Aspect(name: "max tunnels", isLive: true) { "\($0.settings.maximumTunnels)" },
+        Aspect(name: "max startups", isLive: true) { "\($0.settings.startups) per address \($0.settings.startupsPerAddress)" },
+        Aspect(name: "flows per tunnel", isLive: true) {
+            "\($0.settings.multiplexerLimits.maximumFlows), UDP \($0.settings.multiplexerLimits.maximumUDPFlows)"
+        },
+        Aspect(name: "tunnel buffers", isLive: true) {
+            "\($0.settings.multiplexerLimits.tunnelBufferBudget >> 20) MiB, early data \($0.settings.multiplexerLimits.tunnelEarlyDataBudget >> 20) MiB"
+        },
+        Aspect(name: "timeouts", isLive: true) { launch in
+            let settings = launch.settings
+            return "first message \(settings.firstMessageTimeout.userSeconds) s, TLS handshake \(settings.tlsHandshakeTimeout.userSeconds) s, "
+                + "connect \(settings.opener.connectTimeout.userSeconds) s, drain \(settings.opener.drainTimeout.userSeconds) s, "
+                + "UDP idle \(settings.multiplexerLimits.udpIdleTimeout.userSeconds) s, "
+                + "idle \(settings.liveness.idleTimeout.map { "\($0.userSeconds) s" } ?? "never")"
+        },
+    ]
+}

@@ -1,0 +1,87 @@
+import Foundation
+import NIOCore
+import Testing
+@testable import SimpleTunnelServices
+
+/// What a reload applies and what it keeps, decided from two launches made by the same merge.
+@Suite("Reloading the server's settings")
+struct ServerSettingsReloadTests {
+    let folder = NSTemporaryDirectory() + "settings-reload-\(UUID().uuidString.prefix(8))"
+
+    func launch(_ configuration: String, allow: [String] = []) throws -> TunnelServerLaunch {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/server.plist"
+        try Data(
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict>\(configuration)</dict></plist>
+            """.utf8
+        ).write(to: URL(fileURLWithPath: path))
+        var options = TunnelServerLaunchOptions()
+        options.stateDirectory = folder
+        options.configurationPath = path
+        options.allow = allow
+        return try TunnelServerLaunch.prepare(options, resolvConf: nil)
+    }
+
+    static let base = """
+        <key>IPv4</key><dict>
+          <key>Pool</key><dict><key>StartAddress</key><string>10.9.0.2</string><key>EndAddress</key><string>10.9.0.20</string></dict>
+          <key>Routes</key><array><dict><key>Address</key><string>10.1.0.0</string><key>Netmask</key><string>255.255.0.0</string></dict></array>
+        </dict>
+        <key>DNS</key><dict><key>Servers</key><array><string>10.9.0.1</string></array></dict>
+        """
+
+    @Test func theSameFilesChangeNothing() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let running = try launch(Self.base)
+        let reload = ServerSettingsReload(running: running, reread: try launch(Self.base))
+        #expect(reload.applied.isEmpty)
+        #expect(reload.needsRestart.isEmpty)
+    }
+
+    @Test func routesDNSPolicyAndLimitsApplyWhileThePoolWaitsForARestart() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let running = try launch(Self.base, allow: ["*"])
+        let changed = """
+            <key>IPv4</key><dict>
+              <key>Pool</key><dict><key>StartAddress</key><string>10.9.0.2</string><key>EndAddress</key><string>10.9.0.99</string></dict>
+              <key>Routes</key><array><dict><key>Address</key><string>10.2.0.0</string><key>Netmask</key><string>255.255.0.0</string></dict></array>
+            </dict>
+            <key>DNS</key><dict><key>Servers</key><array><string>10.9.0.53</string></array></dict>
+            <key>Server</key><dict>
+              <key>Limits</key><dict><key>FlowsPerTunnel</key><integer>77</integer><key>ConnectTimeout</key><real>2.5</real></dict>
+              <key>Policy</key><dict><key>Deny</key><array><string>10.3.0.0/16</string></array></dict>
+            </dict>
+            """
+        let reread = try launch(changed, allow: ["*"])
+        let reload = ServerSettingsReload(running: running, reread: reread)
+        let applied = reload.applied.joined(separator: "\n")
+        #expect(applied.contains("pushed configuration: routes 10.1.0.0/16, DNS 10.9.0.1 → routes 10.2.0.0/16, DNS 10.9.0.53"), "\(applied)")
+        #expect(applied.contains("destination policy: allow [*] deny [] → allow [*] deny [10.3.0.0/16]"), "\(applied)")
+        #expect(applied.contains("flows per tunnel: 4096"), "\(applied)")
+        #expect(applied.contains("connect 10 s") && applied.contains("connect 2.5 s"), "\(applied)")
+        #expect(reload.needsRestart == ["IPv4 pool: 10.9.0.2-10.9.0.20 → 10.9.0.2-10.9.0.99"])
+
+        // Applied: the new values, except the pool, which stays the running one's.
+        #expect(reload.settings.multiplexerLimits.maximumFlows == 77)
+        #expect(reload.settings.opener.connectTimeout == .milliseconds(2500))
+        #expect(reload.configuration.routes == [try IPv4Network(parsing: "10.2.0.0/16")])
+        #expect(reload.configuration.pool == running.configuration.pool)
+        #expect(reload.settings.opener.authorizer.refusal(forHost: "10.3.0.9", port: 80) != nil)
+        #expect(reload.settings.bufferBudget === running.settings.bufferBudget, "the server-wide budget is the one tunnels already hold")
+
+        // Until a restart, the next reload of the same files still names the pool, and nothing else.
+        let next = ServerSettingsReload(running: reload.effective(running: running, reread: reread), reread: try launch(changed, allow: ["*"]))
+        #expect(next.applied.isEmpty, "\(next.applied)")
+        #expect(next.needsRestart == ["IPv4 pool: 10.9.0.2-10.9.0.20 → 10.9.0.2-10.9.0.99"])
+    }
+
+    @Test func everyAspectIsNamedOnceAndTheListenerNeverChangesLive() {
+        let names = ServerSettingsReload.aspects.map(\.name)
+        #expect(Set(names).count == names.count)
+        for name in ["listen address", "listen port", "TLS", "database", "IPv4 pool"] {
+            #expect(ServerSettingsReload.aspects.first { $0.name == name }?.isLive == false, "\(name)")
+        }
+    }
+}
