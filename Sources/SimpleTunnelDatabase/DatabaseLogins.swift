@@ -47,6 +47,28 @@ public struct DatabaseLogins: LoginDirectory {
                 """, logger: logger)
         }
     }
+
+    /// Removes a login (`tunnel-server passwd --database --remove`); false when there was none.
+    /// Every server sharing the database ends its tunnels (`DatabaseLoginRemoval`).
+    public func remove(_ login: String) async throws(DatabaseError) -> Bool {
+        try await database.perform("removing a login") { client, logger in
+            var removed = false
+            let rows = try await client.query("DELETE FROM simpletunnel_logins WHERE login = \(login) RETURNING login", logger: logger)
+            for try await _ in rows.decode(String.self) { removed = true }
+            return removed
+        }
+    }
+
+    /// Every login, sorted (`tunnel-server passwd --database --list`).
+    public func all() async throws(DatabaseError) -> [String] {
+        try await database.perform("listing the logins") { client, logger in
+            var logins: [String] = []
+            for try await login in try await client.query("SELECT login FROM simpletunnel_logins ORDER BY login", logger: logger).decode(String.self) {
+                logins.append(login)
+            }
+            return logins
+        }
+    }
 }
 
 extension TunnelDatabase {

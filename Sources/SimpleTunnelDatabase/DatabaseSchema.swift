@@ -30,7 +30,24 @@ enum DatabaseSchema {
                     started_at timestamptz NOT NULL DEFAULT now())
                 """,
             ]
-        )
+        ),
+        (
+            2,
+            [
+                // However a login is removed (passwd --database --remove, or SQL), every server hears it and ends its tunnels.
+                """
+                CREATE FUNCTION simpletunnel_login_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    PERFORM pg_notify('\(DatabaseLoginRemoval.notificationChannel)', OLD.login);
+                    RETURN OLD;
+                END $$
+                """,
+                """
+                CREATE TRIGGER simpletunnel_logins_removed AFTER DELETE ON simpletunnel_logins
+                FOR EACH ROW EXECUTE FUNCTION simpletunnel_login_removed()
+                """,
+            ]
+        ),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }

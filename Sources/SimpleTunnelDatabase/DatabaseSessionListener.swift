@@ -10,15 +10,23 @@ import SimpleTunnelServices
 /// (the database restarted) it listens again a second later.
 extension TunnelDatabase {
     func listenForTakenOverSessions() async {
+        await listen(on: DatabaseLeaseRequest.notificationChannel, for: "sessions other servers take over", marksListening: true) { payload in
+            self.takenOver(payload)
+        }
+    }
+
+    /// Keeps one connection LISTENing on `channel`, handing each notice's payload to `notice`.
+    func listen(on channel: String, for what: String, marksListening: Bool = false, _ notice: @escaping @Sendable (String) -> Void) async {
         var failures = LogRateLimiter(interval: .seconds(60))
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
                     try await withTaskCancellationHandler {
-                        try await connection.listen(on: DatabaseLeaseRequest.notificationChannel) { notifications in
-                            listening.withLockedValue { $0 = true }
+                        try await connection.listen(on: channel) { notifications in
+                            if marksListening { listening.withLockedValue { $0 = true } }
+                            logger.debug("listening for \(what)")
                             for try await notification in notifications {
-                                takenOver(notification.payload)
+                                notice(notification.payload)
                             }
                         }
                     } onCancel: {
@@ -32,11 +40,11 @@ extension TunnelDatabase {
                 if let psql = error as? PSQLError, psql.code == .poolClosed { break }
                 if let unlogged = failures.admit() {
                     logger.warning(
-                        "not listening for sessions other servers take over; retrying every second",
+                        "not listening for \(what); retrying every second",
                         metadata: ["reason": "\(String(reflecting: error))", "unlogged": "\(unlogged)"])
                 }
             }
-            listening.withLockedValue { $0 = false }
+            if marksListening { listening.withLockedValue { $0 = false } }
             try? await Task.sleep(for: .seconds(1))
         }
     }

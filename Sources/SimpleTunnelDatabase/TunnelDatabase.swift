@@ -23,6 +23,8 @@ public final class TunnelDatabase: Sendable {
     private let failureLogs = NIOLockedValueBox<[FailureLog: LogRateLimiter]>([:])
     /// Told the session number when a notice says another server took over a session of this one (a hint: see `DatabaseSessionTakeover`).
     let sessionEndHandlers = NIOLockedValueBox<[@Sendable (UInt64) -> Void]>([])
+    /// Told a login the database no longer has (see `DatabaseLoginRemoval`).
+    let loginRemovalHandlers = NIOLockedValueBox<[@Sendable (String) -> Void]>([])
     /// What a login check costs (see `DatabaseLogins`), found once and kept.
     let loginCost = NIOLockedValueBox(LoginCheckCost())
     /// Whether this server hears about sessions taken over now (see `DatabaseSessionListener`).
@@ -47,7 +49,7 @@ public final class TunnelDatabase: Sendable {
     }
 
     /// Runs the connection pool, and listens for sessions other servers took
-    /// over, until the task is cancelled; start it before anything else.
+    /// over and logins removed, until the task is cancelled; start it before anything else.
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -55,6 +57,7 @@ public final class TunnelDatabase: Sendable {
                 await self.client.run()
             }
             group.addTask { await self.listenForTakenOverSessions() }
+            group.addTask { await self.listenForRemovedLogins() }
         }
     }
 

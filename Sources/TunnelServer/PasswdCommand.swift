@@ -33,7 +33,7 @@ struct Passwd: AsyncParsableCommand {
     @Flag(help: "List the logins in the users file.")
     var list = false
 
-    @Flag(help: "Remove LOGIN from the users file.")
+    @Flag(help: "Remove LOGIN from the users file (or the database, where every server ends LOGIN's tunnels at once).")
     var remove = false
 
     @Option(help: "Make the file (and a folder created for it) belong to this user, who runs the server (start as root).")
@@ -61,12 +61,23 @@ struct Passwd: AsyncParsableCommand {
 
     func run() async throws {
         if let database {
-            guard !list, !remove, owner == nil else {
-                throw ValidationError("--list, --remove and --owner work on a users file, not with --database")
+            guard owner == nil else {
+                throw ValidationError("--owner is for a users file: with --database the logins are in the database")
             }
+            if list { return try await withDatabase(database) { for login in try await $0.all() { print(login) } } }
             guard let login else { return }
+            if remove {
+                return try await withDatabase(database) { logins in
+                    guard try await logins.remove(login) else { throw ValidationError("\(login) is not in the database") }
+                    print("\(login) removed from the database; every server sharing it ends \(login)'s tunnels")
+                }
+            }
             let password = try PasswordReader.readNew(for: login)
-            return try await save(login, try PasswordHash(password: password, iterations: iterations), in: database)
+            let hash = try PasswordHash(password: password, iterations: iterations)
+            return try await withDatabase(database) { logins in
+                try await logins.set(login, hash: hash)
+                print("\(login) saved in \(logins.database.location)")
+            }
         }
         guard let users else { return }
         let exists = FileManager.default.fileExists(atPath: users)
@@ -102,16 +113,15 @@ struct Passwd: AsyncParsableCommand {
         }
     }
 
-    /// Connects, brings the schema up to date (a first `passwd` may come before any server ran) and writes the login.
-    private func save(_ login: String, _ hash: PasswordHash, in url: String) async throws {
+    /// Connects, brings the schema up to date (a first `passwd` may come before any server ran), then does `body`.
+    private func withDatabase(_ url: String, _ body: (DatabaseLogins) async throws -> Void) async throws {
         let location = try DatabaseLocation(parsing: url)
         let database = TunnelDatabase(
             location: location, password: try DatabasePassword.read(file: databasePasswordFile), logger: Logger(label: "tunnel-server"))
         let pool = Task { await database.run() }
         defer { pool.cancel() }
         try await database.prepare()
-        try await DatabaseLogins(database: database).set(login, hash: hash)
-        print("\(login) saved in \(location)")
+        try await body(DatabaseLogins(database: database))
     }
 }
 

@@ -11,6 +11,8 @@ public protocol SharedServerStore: Sendable, CustomStringConvertible {
     var logins: any LoginDirectory { get }
     /// Leases from `range`, shared with the other servers (they replace the lease file).
     func addressLeasing(range: ClosedRange<IPv4Address>) -> any AddressLeasing
+    /// Calls `end` with each login removed from the store, on every server sharing it.
+    func whenLoginRemoved(_ end: @escaping @Sendable (String) -> Void)
     /// Runs what the store needs (its connections) until the task is cancelled; start it first.
     func run() async
     /// Connects and brings the store's schema up to date; throws when it cannot.

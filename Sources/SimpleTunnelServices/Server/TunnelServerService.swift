@@ -105,6 +105,10 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         // Trapped before anything listens: a SIGHUP from then on reloads and never ends the server.
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         let server = try await TunnelServer.start(settings: settings, group: group, logger: logger)
+        database?.whenLoginRemoved { [logger] login in
+            let ended = server.endTunnels(ofLogin: login)
+            logger.notice("login removed from the database", metadata: ["login": "\(PeerText.quoted(login, limit: 64))", "tunnels-ended": "\(ended)"])
+        }
         var controlSocket: ControlSocketServer?
         do {
             // Before onListening drops root: /run is root's, and the socket is handed to the service user.
