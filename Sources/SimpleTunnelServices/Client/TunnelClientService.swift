@@ -76,7 +76,7 @@ public struct TunnelClientService: Service, CustomStringConvertible {
                     offers = try await startOffers(current, status)
                 }
                 status.set(.connecting)
-                tunnel = try await bringUp(current: current, offers: [], afterLoss: false, stopped: stopped.futureResult)
+                tunnel = try await bringUp(current: current, offers: [], afterLoss: false, stopped: stopped.futureResult)?.tunnel
                 guard tunnel != nil else { return }
                 if offersNeedTunnel {
                     offers = try await startOffers(current, status)
@@ -99,7 +99,8 @@ public struct TunnelClientService: Service, CustomStringConvertible {
                         current: current, offers: offers, afterLoss: true, stopped: stopped.futureResult, address: up.channel.remoteAddress?.ipAddress,
                         earlierLosses: shortLived.inARow - 1
                     ) else { return }
-                    tunnel = next
+                    shortLived.reconnected(attempts: next.attempts)
+                    tunnel = next.tunnel
                 }
             } catch {
                 failure = error
@@ -135,7 +136,7 @@ public struct TunnelClientService: Service, CustomStringConvertible {
     private func bringUp(
         current: CurrentTunnel, offers: [LocalOffer], afterLoss: Bool, stopped: EventLoopFuture<Void>, address: String? = nil,
         earlierLosses: Int = 0
-    ) async throws -> TunnelClientConnection? {
+    ) async throws -> (tunnel: TunnelClientConnection, attempts: Int)? {
         var settings = self.settings
         if let address {
             settings.serverName = settings.serverName ?? settings.host
@@ -161,12 +162,13 @@ public struct TunnelClientService: Service, CustomStringConvertible {
                 current.set(tunnel)
                 status.connected(tunnel)
                 logger.notice(afterLoss ? "tunnel up again" : "tunnel up", metadata: ["server": "\(status.server)", "attempts": "\(attempt)"])
-                return tunnel
+                return (tunnel, attempt)
             } catch {
                 await candidate?.close()
                 status.failed(error)
                 guard reconnect != nil, !Self.isPermanent(error) else { throw error }
-                logger.notice("could not bring the tunnel up; trying again", metadata: ["attempt": "\(attempt)", "reason": "\(error)"])
+                let reason = afterLoss ? ReconnectFailure.reason(error) : "\(error)"
+                logger.notice("could not bring the tunnel up; trying again", metadata: ["attempt": "\(attempt)", "reason": "\(reason)"])
             }
         }
     }

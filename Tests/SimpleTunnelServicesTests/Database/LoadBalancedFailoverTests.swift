@@ -165,5 +165,8 @@ struct LoadBalancedFailoverTests {
         print("failover: server A stopped -> ping answered through B after \(failoverTime)")
         #expect(b.outputSoFar.contains("login accepted"), "the client did not reach B")
         #expect(try failover.clientAddresses().contains("10.90.0.2"), "the client's address changed")
+        // What the client said while the balancer still tried A names a failover, not a server without TLS.
+        #expect(!client.outputSoFar.contains("--plaintext"), "\(client.outputSoFar)")
+        #expect(!client.outputSoFar.contains("another client"), "\(client.outputSoFar)")
     }
 }

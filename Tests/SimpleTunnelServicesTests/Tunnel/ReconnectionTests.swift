@@ -242,6 +242,26 @@ struct ShortLivedTunnelTests {
         #expect(losses.warning == nil)
     }
 
+    @Test func aServerThatWasAwayIsNamedInsteadOfAnotherClient() {
+        // A failover: the first attempt after a loss met the dead server.
+        var losses = ShortLivedTunnels()
+        losses.tunnelLost(after: .seconds(1))
+        losses.reconnected(attempts: 1)
+        losses.tunnelLost(after: .seconds(1))
+        losses.reconnected(attempts: 2)
+        losses.tunnelLost(after: .seconds(1))
+        let warning = losses.warning ?? ""
+        #expect(warning.contains("restarting or failing over"), "\(warning)")
+        #expect(!warning.contains("another client"), "\(warning)")
+        // A long-lived tunnel starts a new streak, where only quick returns point at another client.
+        losses.tunnelLost(after: .seconds(600))
+        for _ in 0..<3 {
+            losses.reconnected(attempts: 1)
+            losses.tunnelLost(after: .seconds(1))
+        }
+        #expect(losses.warning?.contains("another client with the same certificate or login") == true)
+    }
+
     @Test func eachShortLivedTunnelDoublesTheFirstWaitUpToTheMaximum() {
         // The wait before the first attempt after the n-th short-lived loss in a row is
         // `delay(beforeAttempt: n)`: at least half of initial × 2^(n-1), capped at the maximum.
@@ -253,5 +273,16 @@ struct ShortLivedTunnelTests {
         #expect(afterOne <= .milliseconds(500))
         #expect(afterFive >= .seconds(4))
         #expect(afterTen >= .seconds(15) && afterTen <= .seconds(30))
+    }
+}
+
+@Suite("Client reconnection: what a failed attempt is said to mean")
+struct ReconnectFailureTests {
+    @Test func aServerThatSpokeTLSBeforeAndClosesNowIsGoingAwayNotPlaintext() {
+        let reason = ReconnectFailure.reason(TLSHandshakeFailureRecorder.closedHint)
+        #expect(reason.contains("restarting or failing over"), "\(reason)")
+        #expect(!reason.contains("--plaintext"), "\(reason)")
+        let other = TLSError.pinnedCertificateMismatch(presented: "ab12")
+        #expect(ReconnectFailure.reason(other) == "\(other)")
     }
 }
