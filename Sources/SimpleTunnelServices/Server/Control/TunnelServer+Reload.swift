@@ -50,16 +50,19 @@ extension TunnelServer {
         for warning in fresh.warnings {
             logger.warning("\(warning)")
         }
+        // The certificate files are read again whatever they hold: a renewal is served from the next connection on.
+        let certificate = reload.settings.tls == nil ? [:] : ["certificate": Logger.MetadataValue.string("read again")]
         if reload.needsRestart.isEmpty {
             logger.notice(
-                "configuration reloaded", metadata: ["changed": "\(reload.applied.isEmpty ? "nothing" : reload.applied.joined(separator: "; "))"])
+                "configuration reloaded",
+                metadata: certificate.merging(["changed": "\(reload.applied.isEmpty ? "nothing" : reload.applied.joined(separator: "; "))"]) { $1 })
         } else {
             logger.warning(
                 "configuration reloaded; some changes need a restart and were not applied",
-                metadata: [
+                metadata: certificate.merging([
                     "changed": "\(reload.applied.isEmpty ? "nothing" : reload.applied.joined(separator: "; "))",
                     "kept-until-restart": "\(reload.needsRestart.joined(separator: "; "))",
-                ])
+                ]) { $1 })
         }
         if !reload.applied.isEmpty {
             logger.info("tunnels already open keep their limits and pushed configuration until they reconnect; every tunnel's next flow and packet meets the new destination rules")

@@ -221,6 +221,14 @@ struct TunnelServerConfigurationTests {
         #expect(Set(configuration.configurationForFetch().keys) == ["DNS", "Proxies"])
     }
 
+    @Test func theAnnotatedExampleShowsEveryServerKey() throws {
+        let path = RepositoryPaths.root.appendingPathComponent("Examples/tunnel-server.plist").path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        for key in TunnelServerSettings.knownKeys + TunnelServerSettings.Limits.knownKeys {
+            #expect(text.contains("<key>\(key)</key>"), "Examples/tunnel-server.plist does not show \(key)")
+        }
+    }
+
     @Test func theEmbeddedDefaultIsAUsableConfiguration() throws {
         let configuration = TunnelServerConfiguration.embeddedDefault
         #expect(configuration.pool == IPv4Address(10, 90, 0, 2)...IPv4Address(10, 90, 0, 254))

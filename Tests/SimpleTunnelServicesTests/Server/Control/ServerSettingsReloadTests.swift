@@ -1,10 +1,11 @@
 import Foundation
 import NIOCore
+import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
 /// What a reload applies and what it keeps, decided from two launches made by the same merge.
-@Suite("Reloading the server's settings")
+@Suite("Reloading the server's settings", .timeLimit(.minutes(1)))
 struct ServerSettingsReloadTests {
     let folder = NSTemporaryDirectory() + "settings-reload-\(UUID().uuidString.prefix(8))"
 
@@ -83,5 +84,45 @@ struct ServerSettingsReloadTests {
         for name in ["listen address", "listen port", "TLS", "database", "IPv4 pool"] {
             #expect(ServerSettingsReload.aspects.first { $0.name == name }?.isLive == false, "\(name)")
         }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aRenewedCertificateServesTheNextTunnelAndTheOpenOneCarriesOn() async throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let old = try SelfSignedIdentity.loadOrCreate(directory: folder + "/old")
+        let renewed = try SelfSignedIdentity.loadOrCreate(directory: folder + "/renewed")
+        let live = folder + "/live"
+        try FileManager.default.createDirectory(atPath: live, withIntermediateDirectories: true)
+        func install(_ identity: SelfSignedIdentity) throws {
+            for (from, to) in [(identity.certificatePath, "/cert.pem"), (identity.privateKeyPath, "/key.pem")] {
+                try? FileManager.default.removeItem(atPath: live + to)
+                try FileManager.default.copyItem(atPath: from, toPath: live + to)
+            }
+        }
+        try install(old)
+        var options = TunnelServerLaunchOptions()
+        options.port = 0
+        options.stateDirectory = folder
+        options.certificatePath = live + "/cert.pem"
+        options.privateKeyPath = live + "/key.pem"
+        let running = try TunnelServerLaunch.prepare(options, resolvConf: nil)
+        let group = MultiThreadedEventLoopGroup.singleton
+        let server = try await TunnelServer.start(settings: running.settings, group: group, logger: TunnelFixture.logger)
+        let port = try #require(server.localAddress.port)
+        func connect(pinning identity: SelfSignedIdentity) async throws -> TunnelClientConnection {
+            let settings = TunnelClientConnection.Settings(
+                host: "127.0.0.1", port: port, tls: try TLSContext(configuration: .client(trust: .pinnedSHA256([identity.sha256Fingerprint]))))
+            return try await TunnelClientConnection.connect(settings: settings, group: group, logger: TunnelFixture.logger)
+        }
+        let first = try await connect(pinning: old)
+
+        try install(renewed)
+        server.apply(ServerSettingsReload(running: running, reread: try TunnelServerLaunch.prepare(options, resolvConf: nil)))
+        let second = try await connect(pinning: renewed)
+        await #expect(throws: TLSError.self) { _ = try await connect(pinning: old) }
+        #expect(first.channel.isActive, "the tunnel opened with the old certificate carries on")
+        await first.close()
+        await second.close()
+        await server.shutdown()
     }
 }
