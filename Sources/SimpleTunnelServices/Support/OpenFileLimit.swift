@@ -48,7 +48,7 @@ public struct OpenFileLimit: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// fs.nr_open: the most descriptors one process may have.
-    private static func kernelMaximum() -> rlim_t? {
+    static func kernelMaximum() -> rlim_t? {
         guard let file = fopen("/proc/sys/fs/nr_open", "r") else { return nil }
         defer { fclose(file) }
         var line = [CChar](repeating: 0, count: 32)

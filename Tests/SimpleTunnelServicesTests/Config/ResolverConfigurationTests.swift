@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import SimpleTunnelServices
 
@@ -52,7 +53,14 @@ struct ResolverConfigurationTests {
         #expect(settings?.searchDomains == ["example.com"])
     }
 
-    @Test func readsTheSystemFileWhenThereIsOne() {
+    @Test func readsTheFileWhenThereIsOneAndNothingWhenThereIsNone() throws {
+        let path = NSTemporaryDirectory() + "resolv-\(UUID().uuidString.prefix(8)).conf"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let text = "# written by a test\nnameserver 192.0.2.53\nsearch corp.example\n"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let read = try #require(ResolverConfiguration.readSystemResolvConf(path: path))
+        #expect(read == text)
+        #expect(ResolverConfiguration.dnsSettings(fromResolvConf: read)?.servers == [IPAddress("192.0.2.53")!])
         #expect(ResolverConfiguration.readSystemResolvConf(path: "/nonexistent/resolv.conf") == nil)
     }
 }

@@ -134,10 +134,24 @@ struct CommandLineTests {
             <?xml version="1.0" encoding="UTF-8"?>
             <plist version="1.0"><dict><key>DNS</key><dict><key>Servers</key><array><string>127.0.0.53</string></array></dict></dict></plist>
             """.write(toFile: path, atomically: true, encoding: .utf8)
-        let server = try ExternalProcess([BuiltPrograms.tunnelServer, "--port", "0", "--state-directory", folder, "--config", path, "--no-ip-layer"])
+        let server = try ExternalProcess([
+            BuiltPrograms.tunnelServer, "--port", "0", "--plaintext", "--state-directory", folder, "--config", path, "--no-ip-layer",
+        ])
         defer { server.terminate() }
-        let output = await server.waitForOutput(containing: "listening on 127.0.0.1:", timeout: 30)
-        #expect(output != nil, "\(server.outputSoFar)")
+        let output = try #require(await server.waitForOutput(containing: "listening on 127.0.0.1:", timeout: 30), "\(server.outputSoFar)")
+        let port = try #require(output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/).flatMap { Int($0.1) })
+        let group = MultiThreadedEventLoopGroup.singleton
+        let echo = try await LoopbackPeers.echoServer(group: group)
+        defer { echo.close(promise: nil) }
+        let peer = try await RawTunnelPeer.connect(port: port, group: group)
+        try await peer.send(.open(identifier: 1, request: .tcp(TunnelEndpoint(host: "127.0.0.1", port: try #require(echo.localAddress?.port)))))
+        #expect(await peer.next() == .openResult(identifier: 1, result: .success))
+        try await peer.send(.data(identifier: 1, payload: ByteBuffer(string: "a flow")), .close(identifier: 1, direction: .write))
+        #expect(await peer.collectData(for: 1).data == ByteBuffer(string: "a flow"))
+        // No pool, no IP layer: an IP open is refused as the protocol says, and the flows go on.
+        try await peer.send(.open(identifier: 3, request: .ip))
+        #expect(await peer.next() == .openResult(identifier: 3, result: .internalError))
+        await peer.close()
     }
 
     @Test func aPasswordFileOthersCanReadIsRefused() async throws {

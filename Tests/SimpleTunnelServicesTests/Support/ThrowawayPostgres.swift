@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 @testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
-/// A real PostgreSQL (Debian's `postgresql` 15) in a temporary folder,
+/// A real PostgreSQL (Debian's `postgresql`, whichever major version is installed) in a temporary folder,
 /// listening on a Unix socket in that folder only (no TCP port, which another
 /// test's restarting server might want), removed by `remove()`. `initdb` and `postgres` refuse
 /// to run as root, so they run as the `postgres` user the package creates, in
@@ -11,14 +11,19 @@ import NIOConcurrencyHelpers
 /// cluster is made per test process and copied for each test, since `initdb`
 /// takes seconds.
 final class ThrowawayPostgres: Sendable {
-    static let binaries = "/usr/lib/postgresql/15/bin"
+    /// The newest major version Debian installed (15 on Debian 12, 17 on Debian 13).
+    static let binaries: String = {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
+        return "\(root)/\(versions.last.map(String.init) ?? "15")/bin"
+    }()
 
     /// What the tests need: root (to become `postgres`), the package and its user.
     static var isAvailable: Bool {
         getuid() == 0 && FileManager.default.isExecutableFile(atPath: "\(binaries)/initdb") && getpwnam("postgres") != nil
     }
 
-    static let requirement = "root and Debian's postgresql 15 (apt-get install postgresql)"
+    static let requirement = "root and Debian's postgresql (apt-get install postgresql)"
 
     let folder: String
     let port: Int

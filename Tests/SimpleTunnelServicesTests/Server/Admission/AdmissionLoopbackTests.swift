@@ -7,12 +7,14 @@ import Prometheus
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Admission on real sockets")
+@Suite("Admission on real sockets", .timeLimit(.minutes(2)))
 struct AdmissionLoopbackTests {
     static func tlsServer(configure: (inout TunnelServer.Settings) -> Void = { _ in }) async throws -> (RawServerFixture, SelfSignedIdentity) {
         let identity = try SelfSignedIdentity.loadOrCreate(directory: NSTemporaryDirectory() + "admission-\(UUID().uuidString)")
+        // Made first: a TLS set-up that fails must fail the test, not serve it in plaintext.
+        let tls = try TLSContext(configuration: identity.serverConfiguration())
         let fixture = try await RawServerFixture.start { settings in
-            settings.tls = try? TLSContext(configuration: identity.serverConfiguration())
+            settings.tls = tls
             configure(&settings)
         }
         return (fixture, identity)
@@ -127,7 +129,8 @@ struct AdmissionLoopbackTests {
     }
 
     @Test func aFinishedHandshakeIsNotCutOffByItsDeadline() async throws {
-        let (fixture, identity) = try await Self.tlsServer { $0.tlsHandshakeTimeout = .milliseconds(300) }
+        // A deadline a loaded machine can meet; the wait below is well past it.
+        let (fixture, identity) = try await Self.tlsServer { $0.tlsHandshakeTimeout = .seconds(1) }
         let answers = TLSMessagePeer()
         let tls = try TLSContext(configuration: .client(trust: .pinnedSHA256([identity.sha256Fingerprint])))
         let channel = try await ClientBootstrap(group: fixture.group)
@@ -142,7 +145,7 @@ struct AdmissionLoopbackTests {
             .get()
         try await answers.handshake.futureResult.get()
         // Well past the handshake's deadline, still well within the first message's.
-        try await Task.sleep(for: .seconds(1))
+        try await Task.sleep(for: .seconds(3))
         try await channel.writeAndFlush(TunnelMessage.fetchConfiguration(identifier: 0))
         let answer = try await answers.firstMessage.futureResult.get()
         #expect(answer.command == .fetchConfiguration)

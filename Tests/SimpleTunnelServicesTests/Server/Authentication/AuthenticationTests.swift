@@ -91,9 +91,11 @@ struct AuthenticationTests {
             database.set(login, hash: try PasswordHash(password: password, iterations: iterations))
         }
         let identity = try SelfSignedIdentity.loadOrCreate(directory: NSTemporaryDirectory() + "auth-\(UUID().uuidString)")
+        // Made first: a TLS set-up that fails must fail the test, not serve it in plaintext.
+        let tls = try TLSContext(configuration: identity.serverConfiguration())
         let fixture = try await RawServerFixture.start { settings in
             settings.authentication = .init(users: database, limiter: LoginRateLimiter(maximumFailures: maximumFailures))
-            settings.tls = try? TLSContext(configuration: identity.serverConfiguration())
+            settings.tls = tls
         }
         return (fixture, identity)
     }

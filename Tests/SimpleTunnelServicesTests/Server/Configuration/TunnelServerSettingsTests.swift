@@ -1,3 +1,5 @@
+import NIOCore
+import Foundation
 import Testing
 @testable import SimpleTunnelServices
 
@@ -74,12 +76,27 @@ struct TunnelServerSettingsTests {
         #expect(settings.clientCAPath == "clients.pem")
     }
 
-    @Test func theCommandLineCanOverrideAnySetting() throws {
-        var configuration = try TunnelServerConfiguration(propertyList: SampleConfiguration.withServer(["Port": 8890]))
-        configuration.server.port = 443
-        configuration.server.limits.tunnels = 10
-        configuration.server.policy = .allowAll
-        #expect(configuration.server.port == 443)
-        #expect(configuration.server.limits.tunnels == 10)
+    @Test func theCommandLineWinsOverTheFileWhichWinsOverTheDefaults() throws {
+        let folder = NSTemporaryDirectory() + "settings-precedence-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/server.plist"
+        var buffer = ByteBuffer()
+        BinaryPropertyListWriter.write(
+            SampleConfiguration.withServer(["Port": 8890, "Limits": .dictionary(["Tunnels": 20, "FlowsPerTunnel": 33, "ConnectTimeout": 4])]),
+            into: &buffer)
+        try Data(buffer.readableBytesView).write(to: URL(fileURLWithPath: path))
+        var options = TunnelServerLaunchOptions()
+        options.configurationPath = path
+        options.stateDirectory = folder
+        options.port = 443
+        options.maximumTunnels = 10
+        let launch = try TunnelServerLaunch.prepare(options, resolvConf: nil)
+        #expect(launch.settings.port == 443, "the command line over the file")
+        #expect(launch.settings.maximumTunnels == 10, "the command line over the file")
+        #expect(launch.settings.multiplexerLimits.maximumFlows == 33, "the file over the default")
+        #expect(launch.settings.opener.connectTimeout == .seconds(4), "the file over the default")
+        #expect(launch.settings.multiplexerLimits.maximumUDPFlows == TunnelMultiplexer.Limits().maximumUDPFlows, "the default where neither says")
+        #expect(launch.settings.host == TunnelServerLaunchOptions.defaultHost)
     }
 }

@@ -23,9 +23,10 @@ struct OperatedServer {
         try write(users, to: directory + "/users")
         let usersFile = try UsersFile.load(path: directory + "/users")
         let identity = try SelfSignedIdentity.loadOrCreate(directory: directory + "/identity")
+        let tls = try TLSContext(configuration: identity.serverConfiguration())
         let fixture = try await RawServerFixture.start { settings in
             settings.authentication = .init(users: usersFile)
-            settings.tls = try? TLSContext(configuration: identity.serverConfiguration())
+            settings.tls = tls
         }
         let (logger, log) = CapturingLogHandler.logger()
         let control = try await ServerControl.start(
