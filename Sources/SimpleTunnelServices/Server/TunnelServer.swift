@@ -79,7 +79,8 @@ public final class TunnelServer: Sendable {
     private let live: NIOLockedValueBox<Settings>
     /// The destination rules every flow asks at open, old tunnels' too.
     private let authorizer: ReloadableAuthorizer
-    private let shuttingDown = NIOLockedValueBox(false)
+    /// The one shutdown: every caller awaits the same work.
+    private let shutdownWork = NIOLockedValueBox<Task<Void, Never>?>(nil)
     public let localAddress: SocketAddress
     /// Which connections are taken; its counts say how many are unauthenticated and how many are tunnels.
     public let admission: ConnectionAdmission
@@ -193,19 +194,27 @@ public final class TunnelServer: Sendable {
         logger.debug("connection accepted")
     }
 
-    /// Stops accepting, then closes every tunnel (TLS sends close_notify) and waits for them.
+    /// Stops accepting, then closes every tunnel (TLS sends close_notify) and
+    /// waits for them. A second call, from another task, waits for the first's
+    /// work instead of returning early: the process must not exit while
+    /// tunnels are still being closed.
     public func shutdown() async {
-        let first = shuttingDown.withLockedValue { done in
-            defer { done = true }
-            return !done
+        let work = shutdownWork.withLockedValue { work in
+            if let work { return work }
+            let started = Task { await self.closeEverything() }
+            work = started
+            return started
         }
-        guard first else { return }
+        await work.value
+    }
+
+    private func closeEverything() async {
         try? await channel.close()
         let open = tunnels.all
         logger.notice("shutting down", metadata: ["tunnels": "\(open.count)"])
-        for tunnel in open {
-            try? await tunnel.channel.close()
-        }
+        // All at once: each close waits for its close_notify to go out.
+        let closes = open.map { $0.channel.close() }
+        try? await EventLoopFuture.andAllComplete(closes, on: channel.eventLoop).get()
     }
 
     /// The tunnels' connections now (for tests).

@@ -53,6 +53,7 @@ final class ExternalProcess: @unchecked Sendable {
     }
 
     var outputSoFar: String { collected.text }
+    var isRunning: Bool { process.isRunning }
 
     var processIdentifier: Int32 { process.processIdentifier }
 
