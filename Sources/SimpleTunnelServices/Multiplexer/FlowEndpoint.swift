@@ -29,6 +29,9 @@ public protocol TunnelOutput: AnyObject {
     var isWritable: Bool { get }
     func write(_ message: TunnelMessage)
     func flush()
+    /// Whether the peer should be read now: a server stops reading a peer
+    /// whose data it cannot place, and TCP holds the peer back meanwhile.
+    func peerReadingChanged(_ reading: Bool)
 }
 
 /// What a server does with an `open`: connect, bind or lease, then report.

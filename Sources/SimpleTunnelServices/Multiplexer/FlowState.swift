@@ -23,8 +23,8 @@ struct FlowState {
 
     struct Limits {
         var earlyDataAllowance: Int
-        var queueHighWatermark: Int
-        var queueLowWatermark: Int
+        /// The flow's queue stops reading its socket at the high mark, restarts at the low one.
+        var queue: Watermark
     }
 
     let kind: Kind
@@ -203,7 +203,7 @@ struct FlowState {
     /// beyond the high watermark packets are dropped (false), as a congested
     /// router would, and TCP inside the tunnel slows down.
     mutating func readPackets(_ packets: [TunnelPacket], now: NIODeadline) -> Bool {
-        guard isOpen, kind == .ip, queue.bufferedBytes < limits.queueHighWatermark else { return false }
+        guard isOpen, kind == .ip, queue.bufferedBytes < limits.queue.high else { return false }
         lastActivity = now
         queue.appendPackets(packets)
         return true
@@ -222,11 +222,7 @@ struct FlowState {
     }
 
     private mutating func updateQueueWatermarks() {
-        if queue.bufferedBytes >= limits.queueHighWatermark {
-            queueFull = true
-        } else if queue.bufferedBytes <= limits.queueLowWatermark {
-            queueFull = false
-        }
+        queueFull = limits.queue.isPaused(at: queue.bufferedBytes, wasPaused: queueFull)
     }
 
     // MARK: Flow control

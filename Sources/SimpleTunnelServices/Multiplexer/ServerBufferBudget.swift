@@ -11,10 +11,9 @@ import Synchronization
 /// loop, that the total has fallen to the low mark; the budget keeps those
 /// waiters, so no tunnel is left paused by a change it did not see.
 public final class ServerBufferBudget: Sendable {
-    /// Past this the tunnels stop taking more...
-    public let limit: Int
-    /// ...until the total falls to this.
-    public let resumeMark: Int
+    /// Past the high mark the tunnels stop taking more, until the total falls to the low one.
+    let mark: Watermark
+    public var limit: Int { mark.high }
     private let total = Atomic<Int>(0)
     private let waiters = NIOLockedValueBox<[ObjectIdentifier: Waiter]>([:])
 
@@ -24,8 +23,7 @@ public final class ServerBufferBudget: Sendable {
     }
 
     public init(limit: Int) {
-        self.limit = limit
-        self.resumeMark = limit / 2
+        self.mark = Watermark(high: limit)
     }
 
     /// A budget for a machine of this much memory: a quarter of it, at most 1 GiB.
@@ -40,10 +38,10 @@ public final class ServerBufferBudget: Sendable {
     /// server is within its budget afterwards.
     func charge(_ bytes: Int) -> Bool {
         let now = total.add(bytes, ordering: .relaxed).newValue
-        if bytes < 0, now <= resumeMark {
+        if bytes < 0, !mark.isPaused(at: now, wasPaused: true) {
             wakeWaiters()
         }
-        return now < limit
+        return !mark.isPaused(at: now, wasPaused: false)
     }
 
     /// The tunnel is paused for the server's budget: `resume` runs on its
@@ -51,7 +49,7 @@ public final class ServerBufferBudget: Sendable {
     func wait(_ tunnel: ObjectIdentifier, on eventLoop: EventLoop, resume: @escaping @Sendable () -> Void) {
         waiters.withLockedValue { $0[tunnel] = Waiter(eventLoop: eventLoop, resume: resume) }
         // The total may have fallen between the charge and the registration.
-        if total.load(ordering: .relaxed) <= resumeMark {
+        if !mark.isPaused(at: total.load(ordering: .relaxed), wasPaused: true) {
             wakeWaiters()
         }
     }

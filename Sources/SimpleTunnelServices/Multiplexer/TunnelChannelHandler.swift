@@ -73,9 +73,6 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     public func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         let multiplexer = TunnelMultiplexer(role: makeRole(), output: self, eventLoop: context.eventLoop, limits: limits, metrics: metrics, serverBudget: serverBudget, logger: logger)
-        multiplexer.peerReadingChanged = { [weak self] reading in
-            self?.peerReadingChanged(reading)
-        }
         self.multiplexer = multiplexer
         if let firstMessageTimeout {
             firstMessageTimer = context.eventLoop.assumeIsolated().scheduleTask(in: firstMessageTimeout) { [weak self] in
@@ -171,14 +168,14 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     /// The peer is read only while what it makes the multiplexer hold stays
     /// within budget (early data, replies it does not read).
     public func read(context: ChannelHandlerContext) {
-        if multiplexer?.wantsPeerReads ?? true {
+        if multiplexer?.budgets.wantsPeerReads ?? true {
             context.read()
         } else {
             readHeld = true
         }
     }
 
-    private func peerReadingChanged(_ reading: Bool) {
+    public func peerReadingChanged(_ reading: Bool) {
         guard reading, readHeld, let context else { return }
         readHeld = false
         context.read()

@@ -21,9 +21,9 @@ extension TunnelMultiplexer {
             return nil
         }
         // Identifiers are never reused within a tunnel, so a late answer can't reach a new flow.
-        let identifier = nextIdentifier
-        nextIdentifier += 1
-        openCompletions[identifier] = completion
+        let identifier = client.nextIdentifier
+        client.nextIdentifier += 1
+        client.opens[identifier] = completion
         sendControl(.open(identifier: identifier, request: request))
         addFlow(identifier, .awaitingOpenResult(FlowState.Kind(request), limits: limits.flowLimits, now: .now()), endpoint: endpoint)
         return identifier
@@ -35,21 +35,21 @@ extension TunnelMultiplexer {
         if let endpoint {
             endpoints[identifier] = EndpointSlot(endpoint: endpoint)
         }
-        if flow.kind == .udp { udpFlows += 1 }
+        if flow.kind == .udp { udp.count += 1 }
         reconcile(identifier)
     }
 
     /// Asks the server for its configuration (PROTOCOL.md A3, command 9).
     public func fetchConfiguration(completion: @escaping (Result<[String: PropertyListValue], TunnelClosedError>) -> Void) {
         guard !isClosed else { return completion(.failure(TunnelClosedError())) }
-        configurationRequests.append(completion)
+        client.configurations.append(completion)
         sendControl(.fetchConfiguration(identifier: 0))
     }
 
     /// Sends a login (PROTOCOL.md B2).
     public func authenticate(login: String, password: String, completion: @escaping (Result<TunnelConnectionOpenResult, TunnelClosedError>) -> Void) {
         guard !isClosed else { return completion(.failure(TunnelClosedError())) }
-        authenticationRequests.append(completion)
+        client.authentications.append(completion)
         sendControl(.authenticate(login: login, password: password))
     }
 }

@@ -13,7 +13,7 @@ extension TunnelMultiplexer: FlowEventSink {
     public func flow(_ identifier: TunnelConnectionIdentifier, didReadPackets packets: [TunnelPacket]) {
         guard !packets.isEmpty else { return }
         if transition(identifier, { $0.readPackets(packets, now: .now()) }) == false {
-            metrics?.packetsDroppedForCongestion(count: packets.count)
+            counters.metrics?.packetsDroppedForCongestion(count: packets.count)
         }
     }
 
@@ -27,12 +27,12 @@ extension TunnelMultiplexer: FlowEventSink {
             if isWritable {
                 // Drained below its low mark, whether or not a `resume` follows
                 // (none after the peer ended its stream): the peer may be read again.
-                suspendAllowance.drained(identifier)
+                budgets.suspendAllowance.drained(identifier)
                 suspendAllowanceChanged()
             }
             switch command {
             case .suspend?:
-                suspendAllowance.suspendSent(identifier)
+                budgets.suspendAllowance.suspendSent(identifier)
                 sendControl(.suspend(identifier: identifier))
             case .resume?:
                 sendControl(.resume(identifier: identifier))
@@ -48,7 +48,7 @@ extension TunnelMultiplexer: FlowEventSink {
         logger.trace("local socket closed", metadata: ["flow": "\(identifier)"])
         // The socket is gone: nothing more will be written to or read from it.
         endpoints.removeValue(forKey: identifier)
-        suspendAllowance.drained(identifier)
+        budgets.suspendAllowance.drained(identifier)
         suspendAllowanceChanged()
         transition(identifier, { $0.localClosed() }) { effect in
             if effect == .failPendingOpen {

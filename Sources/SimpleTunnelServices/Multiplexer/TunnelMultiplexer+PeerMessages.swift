@@ -9,12 +9,12 @@ extension TunnelMultiplexer {
         case .message(let message):
             receive(message)
         case .rejected(let error):
-            if error.disposition != .ignore { metrics?.malformedMessage() }
+            if error.disposition != .ignore { counters.metrics?.malformedMessage() }
             switch error.disposition {
             case .openFailure(let identifier):
                 peerNotice("refusing malformed open", metadata: ["flow": "\(identifier)", "reason": "\(error)"])
                 if case .server = role {
-                    metrics?.openResult(.invalidParameter)
+                    counters.metrics?.openResult(.invalidParameter)
                     sendControl(.openResult(identifier: identifier, result: .invalidParameter))
                 }
             case .drop:
@@ -45,7 +45,7 @@ extension TunnelMultiplexer {
         case (.fetchConfiguration(let identifier, _), .server(_, let responder)):
             sendControl(.fetchConfiguration(identifier: identifier, configuration: responder.configurationForFetch()))
         case (.fetchConfiguration(_, let configuration), .client):
-            guard let request = configurationRequests.popFirst() else { return dropUnexpected(message) }
+            guard let request = client.configurations.popFirst() else { return dropUnexpected(message) }
             request(.success(configuration ?? [:]))
         case (.dns(let identifier, let query, _), .server(_, let responder)):
             responder.resolveDNS(query) { [weak self] result in
@@ -60,15 +60,15 @@ extension TunnelMultiplexer {
             // No authentication is configured: every login is accepted (PROTOCOL.md A6).
             sendControl(.authenticateResult(.success))
         case (.authenticateResult(let result), .client):
-            guard let request = authenticationRequests.popFirst() else { return dropUnexpected(message) }
+            guard let request = client.authentications.popFirst() else { return dropUnexpected(message) }
             request(.success(result))
         case (.packets(let identifier, let packets), _):
             guard let flow = flows[identifier], flow.kind == .ip, flow.isOpen, let endpoint = endpoints[identifier]?.endpoint else {
                 return dropUnexpected(message)
             }
             let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
-            statistics.bytesFromPeer += UInt64(bytes)
-            metrics?.bytesFromPeer(bytes)
+            counters.statistics.bytesFromPeer += UInt64(bytes)
+            counters.metrics?.bytesFromPeer(bytes)
             endpoint.writePackets(packets)
             markForFlush(identifier)
         case (.open, .client), (.openResult, .server), (.authenticate, .client), (.authenticateResult, .server),
@@ -87,13 +87,13 @@ extension TunnelMultiplexer {
             peerNotice("dropping UDP data without host and port", metadata: ["flow": "\(identifier)"])
             return
         }
-        statistics.bytesFromPeer += UInt64(payload.readableBytes)
-        metrics?.bytesFromPeer(payload.readableBytes)
+        counters.statistics.bytesFromPeer += UInt64(payload.readableBytes)
+        counters.metrics?.bytesFromPeer(payload.readableBytes)
         // Changed in place (through `transition`): a copy of the flow would copy its early data on every append.
         let verdict = transition(identifier) { $0.receiveData(payload, now: .now()) }
         switch verdict {
         case .deliver?:
-            let allowance = suspendAllowance.charge(identifier, bytes: payload.readableBytes)
+            let allowance = budgets.suspendAllowance.charge(identifier, bytes: payload.readableBytes)
             switch allowance {
             case .within, .holdPeer:
                 // Past the allowance a server still keeps what it read (and reads no more: `suspendAllowanceChanged`).
@@ -114,8 +114,8 @@ extension TunnelMultiplexer {
 
     func markForFlush(_ identifier: TunnelConnectionIdentifier) {
         // A bulk flow's messages arrive in runs: one flush per run is enough.
-        if endpointsToFlush.last != identifier {
-            endpointsToFlush.append(identifier)
+        if pending.endpointsToFlush.last != identifier {
+            pending.endpointsToFlush.append(identifier)
         }
     }
 
@@ -147,7 +147,7 @@ extension TunnelMultiplexer {
             break
         case .refuse?:
             peerNotice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
-            metrics?.openResult(.invalidParameter)
+            counters.metrics?.openResult(.invalidParameter)
             sendControl(.openResult(identifier: identifier, result: .invalidParameter))
             return
         case .replace?:
@@ -156,9 +156,9 @@ extension TunnelMultiplexer {
             forget(identifier)
         }
         let kind = FlowState.Kind(request)
-        if flows.count >= limits.maximumFlows || (kind == .udp && udpFlows >= limits.maximumUDPFlows) {
+        if flows.count >= limits.maximumFlows || (kind == .udp && udp.count >= limits.maximumUDPFlows) {
             peerNotice("refusing open", metadata: ["flow": "\(identifier)", "request": "\(request)", "reason": "flow limit reached"])
-            metrics?.openResult(.refused)
+            counters.metrics?.openResult(.refused)
             sendControl(.openResult(identifier: identifier, result: .refused))
             return
         }
@@ -178,7 +178,7 @@ extension TunnelMultiplexer {
             peerNotice(
                 "open failed",
                 metadata: ["flow": "\(identifier)", "request": "\(request)", "result": "\(failure.result)", "reason": "\(failure.reason)"])
-            metrics?.openResult(failure.result)
+            counters.metrics?.openResult(failure.result)
             if flow.openFailedNeedsAnswer() {
                 sendControl(.openResult(identifier: identifier, result: failure.result, detail: failure.detail))
             }
@@ -188,9 +188,9 @@ extension TunnelMultiplexer {
             transition(identifier, { $0.openSucceeded() }) { outcome in
                 switch outcome {
                 case .opened(let early, let shutdownLocalOutput):
-                    statistics.flowsOpened += 1
-                    metrics?.flowOpened(flow.kind)
-                    metrics?.openResult(.success)
+                    counters.statistics.flowsOpened += 1
+                    counters.metrics?.flowOpened(flow.kind)
+                    counters.metrics?.openResult(.success)
                     // Debug, not info: one line per flow costs a busy server more than the flow itself.
                     logger.debug("flow opened", metadata: ["flow": "\(identifier)", "request": "\(request)"])
                     sendControl(.openResult(identifier: identifier, result: .success, configuration: opened.configuration))
@@ -233,18 +233,18 @@ extension TunnelMultiplexer {
             failPendingOpen(identifier, FlowOpenFailure(result, "the server answered \(result)\(detail.map { ", \($0)" } ?? "")", detail: detail))
             return
         }
-        statistics.flowsOpened += 1
+        counters.statistics.flowsOpened += 1
         if flow.kind == .udp {
             startUDPExpiry()
         }
-        let completion = openCompletions.removeValue(forKey: identifier)
+        let completion = client.opens.removeValue(forKey: identifier)
         transition(identifier) { _ = $0.openResultSucceeded() }
         completion?(.success(configuration))
     }
 
     func failPendingOpen(_ identifier: TunnelConnectionIdentifier, _ failure: FlowOpenFailure) {
         // The completion first: a SOCKS proxy must answer on the connection that forgetting the flow closes.
-        let completion = openCompletions.removeValue(forKey: identifier)
+        let completion = client.opens.removeValue(forKey: identifier)
         completion?(.failure(failure))
         forget(identifier)
     }

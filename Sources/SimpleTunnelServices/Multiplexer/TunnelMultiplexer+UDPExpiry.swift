@@ -3,21 +3,21 @@ import NIOCore
 extension TunnelMultiplexer {
     /// Closes UDP flows idle for longer than the limit; runs while the tunnel has any.
     func startUDPExpiry() {
-        guard udpExpiryTask == nil, !isClosed else { return }
+        guard udp.expiry == nil, !isClosed else { return }
         let interval = TimeAmount.nanoseconds(max(limits.udpIdleTimeout.nanoseconds / 4, TimeAmount.milliseconds(100).nanoseconds))
-        udpExpiryTask = eventLoop.assumeIsolated().scheduleTask(in: interval) { [weak self] in
+        udp.expiry = eventLoop.assumeIsolated().scheduleTask(in: interval) { [weak self] in
             self?.expireIdleUDPFlows()
         }
     }
 
     private func expireIdleUDPFlows() {
-        udpExpiryTask = nil
+        udp.expiry = nil
         let deadline = NIODeadline.now() - limits.udpIdleTimeout
         let idle = flows.filter { $0.value.kind == .udp && $0.value.isOpen && $0.value.lastActivity < deadline }.keys
         for identifier in idle {
             abort(identifier, reason: "UDP flow idle for \(limits.udpIdleTimeout)")
         }
-        if udpFlows > 0 {
+        if udp.count > 0 {
             startUDPExpiry()
         }
     }

@@ -51,9 +51,7 @@ public final class TunnelMultiplexer {
         public init() {}
 
         var flowLimits: FlowState.Limits {
-            FlowState.Limits(
-                earlyDataAllowance: earlyDataAllowance, queueHighWatermark: flowQueueHighWatermark,
-                queueLowWatermark: flowQueueLowWatermark)
+            FlowState.Limits(earlyDataAllowance: earlyDataAllowance, queue: Watermark(high: flowQueueHighWatermark, low: flowQueueLowWatermark))
         }
     }
 
@@ -72,68 +70,39 @@ public final class TunnelMultiplexer {
 
     let role: Role
     let limits: Limits
-    /// The server's counters; nil on a client.
-    let metrics: (any TunnelMultiplexerMetrics)?
     let eventLoop: EventLoop
     var logger: Logger
+    /// Where messages go, and who is told whether to read the peer.
     unowned let output: TunnelOutput
 
     var flows: [TunnelConnectionIdentifier: FlowState] = [:]
     /// Endpoints of the flows that have one (a server's only once open).
     var endpoints: [TunnelConnectionIdentifier: EndpointSlot] = [:]
     var schedule = TunnelSchedule()
-    var suspendAllowance: SuspendAllowance
-    var statistics = TunnelStatistics()
-    var udpFlows = 0
-    /// Bytes in flows' queues (`Limits.tunnelBufferBudget`).
-    private(set) var queuedBytes = 0
-    /// False while over the buffer budget: flows do not read their sockets.
-    private(set) var withinBufferBudget = true
-    /// Early data held for flows still connecting (`Limits.tunnelEarlyDataBudget`).
-    private(set) var earlyDataBytes = 0
-    private var withinEarlyDataBudget = true
-    /// The server's budget over all tunnels; nil on a client.
-    let serverBudget: ServerBufferBudget?
-    /// What this tunnel has charged to the server's budget.
-    private var chargedToServer = 0
-    private var suspendBytesCharged = 0
-    /// False while the server is over its budget: no flow reads, the peer is not read.
-    private(set) var withinServerBudget = true
-    /// Told when the peer should (not) be read; the channel handler holds reads.
-    /// Only a server holds its peer back: were both ends to, each could wait
-    /// for the other to read first.
-    var peerReadingChanged: ((Bool) -> Void)?
-    private(set) var wantsPeerReads = true
-
+    var budgets: TunnelBudgets
+    var counters: TunnelCounters
+    var udp = UDPFlowCount()
+    var pending = PendingWork()
+    var isClosed = false
     /// Lines a peer can cause as often as it likes: one a second per tunnel,
     /// the next one saying how many were left out.
     private var peerNotices = LogRateLimiter(interval: .seconds(1))
-    /// Endpoints written to during the current read burst, flushed at its end.
-    var endpointsToFlush: [TunnelConnectionIdentifier] = []
-    var drainScheduled = false
-    var isClosed = false
-    var udpExpiryTask: Scheduled<Void>?
-
-    // Client role.
-    var nextIdentifier: TunnelConnectionIdentifier = 1
-    var openCompletions: [TunnelConnectionIdentifier: (Result<[String: PropertyListValue]?, FlowOpenFailure>) -> Void] = [:]
-    var configurationRequests = CircularBuffer<(Result<[String: PropertyListValue], TunnelClosedError>) -> Void>()
-    var authenticationRequests = CircularBuffer<(Result<TunnelConnectionOpenResult, TunnelClosedError>) -> Void>()
+    /// A client's opens and requests waiting for the server's answer.
+    var client = ClientRequests()
 
     public init(
         role: Role, output: TunnelOutput, eventLoop: EventLoop, limits: Limits = Limits(), metrics: (any TunnelMultiplexerMetrics)? = nil,
         serverBudget: ServerBufferBudget? = nil, logger: Logger
     ) {
         self.role = role
-        self.serverBudget = serverBudget
-        self.metrics = metrics
         self.output = output
         self.eventLoop = eventLoop
         self.limits = limits
         self.logger = logger
+        self.counters = TunnelCounters(metrics: metrics)
         let overrun: SuspendAllowance.Overrun
         if case .server = role { overrun = .holdPeer } else { overrun = .abortFlow }
-        self.suspendAllowance = SuspendAllowance(perFlow: limits.suspendAllowance, perTunnel: limits.tunnelSuspendAllowance, overrun: overrun)
+        self.budgets = TunnelBudgets(limits: limits, server: serverBudget, overrun: overrun)
     }
 
     /// Whether any flow is open or opening: such a tunnel is never idle.
@@ -141,7 +110,7 @@ public final class TunnelMultiplexer {
 
     /// Counters of this tunnel, for logs and status.
     public var currentStatistics: TunnelStatistics {
-        var snapshot = statistics
+        var snapshot = counters.statistics
         snapshot.openFlows = flows.count
         return snapshot
     }
@@ -158,9 +127,9 @@ public final class TunnelMultiplexer {
 
     /// The end of a burst of messages from the peer: flush what was written locally.
     public func peerReadBurstEnded() {
-        if !endpointsToFlush.isEmpty {
+        if !pending.endpointsToFlush.isEmpty {
             var identifiers: [TunnelConnectionIdentifier] = []
-            swap(&identifiers, &endpointsToFlush)
+            swap(&identifiers, &pending.endpointsToFlush)
             for identifier in identifiers {
                 endpoints[identifier]?.endpoint.flush()
             }
@@ -173,16 +142,16 @@ public final class TunnelMultiplexer {
     public func tunnelClosed() {
         guard !isClosed else { return }
         isClosed = true
-        udpExpiryTask?.cancel()
-        udpExpiryTask = nil
+        udp.expiry?.cancel()
+        udp.expiry = nil
         for flow in flows.values where flow.isOpen {
-            metrics?.flowClosed(flow.kind)
+            counters.metrics?.flowClosed(flow.kind)
         }
         let slots = endpoints.values
-        if let serverBudget {
-            serverBudget.forget(ObjectIdentifier(self))
-            _ = serverBudget.charge(-chargedToServer)
-            chargedToServer = 0
+        if let server = budgets.server {
+            server.forget(ObjectIdentifier(self))
+            _ = server.charge(-budgets.chargedToServer)
+            budgets.chargedToServer = 0
         }
         flows.removeAll()
         endpoints.removeAll()
@@ -190,17 +159,7 @@ public final class TunnelMultiplexer {
         for slot in slots {
             slot.endpoint.abort()
         }
-        let opens = openCompletions
-        openCompletions.removeAll()
-        for completion in opens.values {
-            completion(.failure(FlowOpenFailure(.internalError, "the tunnel closed")))
-        }
-        while let request = configurationRequests.popFirst() {
-            request(.failure(TunnelClosedError()))
-        }
-        while let request = authenticationRequests.popFirst() {
-            request(.failure(TunnelClosedError()))
-        }
+        client.failAll()
     }
 
     // MARK: Transitions
@@ -237,27 +196,22 @@ public final class TunnelMultiplexer {
         if flow.hasSomethingToSend, schedule.markReady(identifier) {
             scheduleDrain()
         }
-        updateReading(identifier, wanted: flow.wantsReading && mayReadLocally)
+        updateReading(identifier, wanted: flow.wantsReading && budgets.mayReadLocally)
     }
 
-    /// Whether flows may read their sockets at all, as the budgets stand.
-    private var mayReadLocally: Bool { withinBufferBudget && withinServerBudget }
 
     /// Counts what the tunnel holds and acts when a budget is crossed.
     private func account(queued: Int, early: Int) {
         chargeServer(queued + early)
-        if queued != 0 {
-            queuedBytes += queued
-            updateBufferBudget()
-        }
-        if early != 0 {
-            earlyDataBytes += early
-            let within = withinEarlyDataBudget
-                ? earlyDataBytes < limits.tunnelEarlyDataBudget : earlyDataBytes <= limits.tunnelEarlyDataBudget / 2
-            if within != withinEarlyDataBudget {
-                withinEarlyDataBudget = within
-                updatePeerReading()
+        if queued != 0, let crossing = budgets.queued.add(queued) {
+            // Crossing the budget changes what every flow may do (rare; within it nothing here runs).
+            if crossing == .paused {
+                peerNotice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(budgets.queued.level)"])
             }
+            updateEveryFlowsReading()
+        }
+        if early != 0, budgets.earlyData.add(early) != nil {
+            updatePeerReading()
         }
     }
 
@@ -267,25 +221,8 @@ public final class TunnelMultiplexer {
         endpoints.values[index].endpoint.setReading(wanted)
     }
 
-    /// Crossing the budget changes what every flow may do: reconcile them all
-    /// (rare; within the budget nothing here runs).
-    private func updateBufferBudget() {
-        let within: Bool
-        if withinBufferBudget {
-            within = queuedBytes < limits.tunnelBufferBudget
-        } else {
-            within = queuedBytes <= limits.tunnelBufferBudget / 2
-        }
-        guard within != withinBufferBudget else { return }
-        withinBufferBudget = within
-        if !within {
-            peerNotice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(queuedBytes)"])
-        }
-        updateEveryFlowsReading()
-    }
-
     private func updateEveryFlowsReading() {
-        let may = mayReadLocally
+        let may = budgets.mayReadLocally
         for (identifier, flow) in flows {
             updateReading(identifier, wanted: flow.wantsReading && may)
         }
@@ -294,19 +231,19 @@ public final class TunnelMultiplexer {
     /// What the suspend allowance holds changed: charge the difference to the
     /// server, and read the peer or not as the allowance now says.
     func suspendAllowanceChanged() {
-        let held = suspendAllowance.total
-        chargeServer(held - suspendBytesCharged)
-        suspendBytesCharged = held
+        let held = budgets.suspendAllowance.total
+        chargeServer(held - budgets.suspendBytesCharged)
+        budgets.suspendBytesCharged = held
         updatePeerReading()
     }
 
     private func chargeServer(_ bytes: Int) {
-        guard bytes != 0, let serverBudget else { return }
-        chargedToServer += bytes
+        guard bytes != 0, let serverBudget = budgets.server else { return }
+        budgets.chargedToServer += bytes
         let within = serverBudget.charge(bytes)
         // Only the budget says when to go on (at its low mark), so that every paused tunnel hears it.
-        guard !within, withinServerBudget else { return }
-        withinServerBudget = false
+        guard !within, budgets.withinServer else { return }
+        budgets.withinServer = false
         peerNotice("server buffer budget reached: pausing this tunnel", metadata: ["server-bytes": "\(serverBudget.heldBytes)"])
         updateEveryFlowsReading()
         updatePeerReading()
@@ -317,8 +254,8 @@ public final class TunnelMultiplexer {
     }
 
     private func serverBudgetResumed() {
-        guard !isClosed, !withinServerBudget else { return }
-        withinServerBudget = true
+        guard !isClosed, !budgets.withinServer else { return }
+        budgets.withinServer = true
         updateEveryFlowsReading()
         updatePeerReading()
     }
@@ -326,14 +263,15 @@ public final class TunnelMultiplexer {
     /// A server reads its peer while what the peer makes it hold stays within budget.
     func updatePeerReading() {
         guard case .server = role else { return }
-        let wanted = withinEarlyDataBudget && withinServerBudget && schedule.controlCount < limits.controlBacklogLimit
-            && suspendAllowance.mayReadPeer
-        guard wanted != wantsPeerReads else { return }
-        wantsPeerReads = wanted
-        if !suspendAllowance.mayReadPeer {
-            peerNotice("the peer keeps sending after suspend: not reading it until its flows drain", metadata: ["bytes": "\(suspendAllowance.total)"])
+        let wanted = !budgets.earlyData.isPaused && budgets.withinServer && schedule.controlCount < limits.controlBacklogLimit
+            && budgets.suspendAllowance.mayReadPeer
+        guard wanted != budgets.wantsPeerReads else { return }
+        budgets.wantsPeerReads = wanted
+        if !budgets.suspendAllowance.mayReadPeer {
+            peerNotice(
+                "the peer keeps sending after suspend: not reading it until its flows drain", metadata: ["bytes": "\(budgets.suspendAllowance.total)"])
         }
-        peerReadingChanged?(wanted)
+        output.peerReadingChanged(wanted)
     }
 
     /// Logs at notice what the peer caused, rate-limited.
@@ -358,8 +296,8 @@ public final class TunnelMultiplexer {
     /// Drains at the end of this event-loop tick, so that many reads and
     /// messages in one tick share one pass and one flush.
     func scheduleDrain() {
-        guard !drainScheduled, !isClosed else { return }
-        drainScheduled = true
+        guard !pending.drainScheduled, !isClosed else { return }
+        pending.drainScheduled = true
         eventLoop.assumeIsolated().execute { [weak self] in
             self?.drain()
         }
@@ -367,7 +305,7 @@ public final class TunnelMultiplexer {
 
     /// Writes control messages, then flows' turns, while the tunnel is writable.
     func drain() {
-        drainScheduled = false
+        pending.drainScheduled = false
         guard !isClosed else { return }
         var wrote = false
         while output.isWritable {
@@ -416,8 +354,8 @@ public final class TunnelMultiplexer {
     }
 
     private func countSent(_ bytes: Int) {
-        statistics.bytesToPeer += UInt64(bytes)
-        metrics?.bytesToPeer(bytes)
+        counters.statistics.bytesToPeer += UInt64(bytes)
+        counters.metrics?.bytesToPeer(bytes)
     }
 
     // MARK: Forgetting
@@ -430,13 +368,13 @@ public final class TunnelMultiplexer {
         let slot = endpoints.removeValue(forKey: identifier)
         account(queued: -flow.queue.bufferedBytes, early: -flow.earlyDataBytes)
         schedule.remove(identifier)
-        if flow.kind == .udp { udpFlows -= 1 }
+        if flow.kind == .udp { udp.count -= 1 }
         if flow.isOpen {
-            metrics?.flowClosed(flow.kind)
+            counters.metrics?.flowClosed(flow.kind)
         }
         if let endpoint = slot?.endpoint {
             let socket = ObjectIdentifier(endpoint)
-            suspendAllowance.flowForgotten(identifier, closingSocket: socket)
+            budgets.suspendAllowance.flowForgotten(identifier, closingSocket: socket)
             if aborting {
                 endpoint.abort()
             } else {
@@ -445,11 +383,11 @@ public final class TunnelMultiplexer {
             endpoint.detach { [weak self] in
                 // After `tunnelClosed` everything charged has been given back already.
                 guard let self, !self.isClosed else { return }
-                self.suspendAllowance.socketClosed(socket)
+                self.budgets.suspendAllowance.socketClosed(socket)
                 self.suspendAllowanceChanged()
             }
         } else {
-            suspendAllowance.flowForgotten(identifier, closingSocket: nil)
+            budgets.suspendAllowance.flowForgotten(identifier, closingSocket: nil)
         }
         suspendAllowanceChanged()
         logger.debug("flow closed", metadata: ["flow": "\(identifier)"])

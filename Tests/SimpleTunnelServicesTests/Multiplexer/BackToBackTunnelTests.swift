@@ -173,12 +173,12 @@ struct BackToBackTunnelTests {
         for _ in 0..<8 {
             serverMultiplexer.receive(.message(.fetchConfiguration(identifier: 0)))
         }
-        #expect(!serverMultiplexer.wantsPeerReads, "eight unanswered replies: the peer is held")
+        #expect(!serverMultiplexer.budgets.wantsPeerReads, "eight unanswered replies: the peer is held")
         tunnel.server.read()
         #expect(reads.count == 0, "the socket is not read while the peer is held")
         tunnel.server.isWritable = true
         tunnel.server.pipeline.fireChannelWritabilityChanged()
-        #expect(serverMultiplexer.wantsPeerReads, "the replies went: the peer is read again")
+        #expect(serverMultiplexer.budgets.wantsPeerReads, "the replies went: the peer is read again")
         #expect(reads.count == 1, "the held read goes through")
     }
 }

@@ -156,9 +156,9 @@ struct FlowStateTests {
 
     @Test func queueWatermarksPauseAndResumeReading() {
         var flow = openFlow()
-        _ = flow.readLocal(ByteBuffer(repeating: 0, count: limits.queueHighWatermark), from: nil, now: .now())
+        _ = flow.readLocal(ByteBuffer(repeating: 0, count: limits.queue.high), from: nil, now: .now())
         #expect(!flow.wantsReading)
-        _ = flow.nextToSend(maximumChunk: limits.queueHighWatermark - limits.queueLowWatermark - 1)
+        _ = flow.nextToSend(maximumChunk: limits.queue.high - limits.queue.low - 1)
         #expect(!flow.wantsReading, "between the marks the flow stays paused")
         _ = flow.nextToSend(maximumChunk: 1)
         #expect(flow.wantsReading)

@@ -21,7 +21,7 @@ struct TunnelBudgetTests {
             multiplexer.receive(.message(.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: "h", port: 1)))))
             multiplexer.receive(.message(.data(identifier: identifier, payload: ByteBuffer(repeating: 1, count: 200 * 1024))))
         }
-        #expect(!multiplexer.wantsPeerReads, "1.6 MiB of early data is past the tunnel's 1 MiB")
+        #expect(!multiplexer.budgets.wantsPeerReads, "1.6 MiB of early data is past the tunnel's 1 MiB")
         #expect(multiplexer.currentStatistics.openFlows == 8, "no flow is refused for it: the peer is only slowed")
         var destinations: [RecordingEndpoint] = []
         for _ in 1...5 {
@@ -29,11 +29,11 @@ struct TunnelBudgetTests {
             destinations.append(endpoint)
             opener.complete(.success(OpenedFlow(endpoint: endpoint)))
         }
-        #expect(!multiplexer.wantsPeerReads, "600 KiB still held: above half of the budget the peer stays held")
+        #expect(!multiplexer.budgets.wantsPeerReads, "600 KiB still held: above half of the budget the peer stays held")
         let sixth = RecordingEndpoint()
         destinations.append(sixth)
         opener.complete(.success(OpenedFlow(endpoint: sixth)))
-        #expect(multiplexer.wantsPeerReads, "400 KiB held, under half of the budget: the peer is read again")
+        #expect(multiplexer.budgets.wantsPeerReads, "400 KiB held, under half of the budget: the peer is read again")
         #expect(destinations.allSatisfy { $0.received.reduce(0) { $0 + $1.readableBytes } == 200 * 1024 })
     }
 
@@ -55,7 +55,7 @@ struct TunnelBudgetTests {
             multiplexer.flow(identifier, didRead: ByteBuffer(repeating: 2, count: 200 * 1024), from: nil)
         }
         #expect(flows.allSatisfy { !$0.1.reading }, "600 KiB queued: past the 512 KiB budget no flow reads, not even an idle one")
-        #expect(multiplexer.wantsPeerReads, "a client never holds its server back")
+        #expect(multiplexer.budgets.wantsPeerReads, "a client never holds its server back")
         output.capacity = Int.max
         multiplexer.tunnelWritabilityChanged(true)
         loop.run()

@@ -13,6 +13,9 @@ final class RecordingOutput: TunnelOutput {
     var isWritable: Bool { written.count < capacity }
     func write(_ message: TunnelMessage) { written.append(message) }
     func flush() { flushes += 1 }
+    /// What the multiplexer said about reading the peer, in order.
+    var peerReadings: [Bool] = []
+    func peerReadingChanged(_ reading: Bool) { peerReadings.append(reading) }
 }
 
 /// A local socket that records what the multiplexer does to it.
