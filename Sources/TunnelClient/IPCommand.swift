@@ -52,7 +52,7 @@ struct IP: AsyncParsableCommand {
         try await connection.run(keeping: capabilities, offersNeedTunnel: true) { current, status in
             guard let tunnel = current.connection else { throw TunnelClientLaunchError("the tunnel closed before the IP flow could be opened") }
             let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, logger: Logger(label: "tunnel-client"))
-            let showLease: @Sendable () -> Void = { status.setLease("\(session.settings.address)/\(session.settings.prefixLength) on \(session.deviceName)") }
+            let showLease: @Sendable () -> Void = { status.setLease("\(session.settings.leaseDescription) on \(session.deviceName)") }
             showLease()
             return [
                 .init(

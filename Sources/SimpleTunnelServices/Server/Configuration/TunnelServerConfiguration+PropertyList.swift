@@ -28,6 +28,21 @@ extension TunnelServerConfiguration {
         let routes = try ipv4?.optional("Routes").map { node throws(ConfigurationError) in try Self.routes(node) }
         let otherIPv4Keys: [String: PropertyListValue] = [:]
 
+        let ipv6 = try top.optional("IPv6")?.dictionary()
+        if let ipv6 {
+            if let key = ["Address", "PrefixLength", "MTU"].first(where: { ipv6.entries[$0] != nil }) {
+                throw .inconsistent(ipv6.keyPath.appending(key), detail: "the server sets this for each client (the leased address, /128); remove it")
+            }
+            try ipv6.rejectUnknownKeys(Self.ipv6Keys)
+            guard ipv4 != nil else {
+                throw .inconsistent(ipv6.keyPath, detail: "this server leases an IPv6 address only beside an IPv4 one; add an IPv4 dictionary with a Pool")
+            }
+        }
+        let ipv6Pool = try ipv6.map { ipv6 throws(ConfigurationError) in
+            try Self.ipv6Pool(ipv6.required("Pool", expected: "a dictionary with StartAddress and EndAddress"))
+        }
+        let ipv6Routes = try ipv6?.optional("Routes").map { node throws(ConfigurationError) in try Self.ipv6Routes(node) }
+
         let dns = try top.optional("DNS").map { node throws(ConfigurationError) in try Self.dns(node) }
         let server = try top.optional("Server").map { node throws(ConfigurationError) in
             try TunnelServerSettings(node, baseDirectory: baseDirectory)
@@ -37,7 +52,7 @@ extension TunnelServerConfiguration {
         for key in Self.interpretedKeys { passThroughKeys[key] = nil }
 
         self.init(
-            pool: pool ?? Self.embeddedDefault.pool, routes: routes, otherIPv4Keys: otherIPv4Keys, dns: dns,
+            pool: pool ?? Self.embeddedDefault.pool, routes: routes, ipv6Pool: ipv6Pool, ipv6Routes: ipv6Routes, otherIPv4Keys: otherIPv4Keys, dns: dns,
             passThroughKeys: passThroughKeys, server: server ?? TunnelServerSettings()
         )
         poolIsConfigured = pool != nil
@@ -46,11 +61,15 @@ extension TunnelServerConfiguration {
     }
 
     /// Top-level keys the server reads; every other one is passed to clients.
-    static let interpretedKeys = ["IPv4", "DNS", "Server"]
+    static let interpretedKeys = ["IPv4", "IPv6", "DNS", "Server"]
     /// Top-level keys Apple's sample names (`SettingsKey`) and ours.
     static let knownTopLevelKeys = interpretedKeys + ["Proxies"]
     /// The keys of `IPv4` a file may set; `Address`, `Netmask` and `MTU` are the server's to set for each lease.
     static let ipv4Keys = ["Pool", "Routes"]
+    /// The keys of `IPv6` a file may set, as for `IPv4`.
+    static let ipv6Keys = ["Pool", "Routes"]
+    /// The keys of one `IPv6.Routes` entry.
+    static let ipv6RouteKeys = ["Address", "PrefixLength"]
     /// `Servers` and `SearchDomains` the server reads; the others are NEDNSSettings' and passed to clients as written.
     static let dnsKeys = ["Servers", "SearchDomains", "MatchDomains", "MatchDomainsNoSearch", "DomainName"]
 
@@ -58,9 +77,6 @@ extension TunnelServerConfiguration {
     /// but one a letter or two from a known key (`IPV4`, `Dns`) is a typo that
     /// would silently drop that whole dictionary.
     private static func rejectNearMissesOfKnownKeys(_ top: ConfigurationDictionary) throws(ConfigurationError) {
-        if top.entries["IPv6"] != nil {
-            throw .inconsistent(.root.appending("IPv6"), detail: "this server leases IPv4 addresses only, so an IPv6 dictionary would reach clients unused; remove it")
-        }
         for key in top.entries.keys.sorted() where !knownTopLevelKeys.contains(key) {
             if let suggestion = closestKey(to: key, among: knownTopLevelKeys) {
                 throw .unknownKey(.root.appending(key), suggestion: suggestion, known: knownTopLevelKeys)
@@ -73,7 +89,7 @@ extension TunnelServerConfiguration {
     /// auto-configuration script pasted into `Proxies`) must fail here, at
     /// startup, rather than on every IP flow.
     private func checkClientConfigurationFitsInAMessage() throws(ConfigurationError) {
-        let largest = configuration(forLease: pool.upperBound)
+        let largest = configuration(forLease: pool.upperBound, ipv6: ipv6Pool?.upperBound)
         let size = BinaryPropertyListWriter.bytes(.dictionary(largest)).readableBytes
         guard size <= Self.maximumClientConfigurationSize else {
             throw .inconsistent(.root, detail: "what clients receive is \(size) bytes once encoded, more than the \(Self.maximumClientConfigurationSize) that fit in one tunnel message; make the keys passed through to clients (Proxies, others) smaller")
@@ -92,6 +108,44 @@ extension TunnelServerConfiguration {
             throw .inconsistent(node.keyPath, detail: "StartAddress \(start) comes after EndAddress \(end); the pool runs from StartAddress up to EndAddress, both included")
         }
         return start...end
+    }
+
+    private static func ipv6Pool(_ node: ConfigurationNode) throws(ConfigurationError) -> ClosedRange<IPv6Address> {
+        let pool = try node.dictionary()
+        try pool.rejectUnknownKeys(["StartAddress", "EndAddress"])
+        let start = try pool.required("StartAddress", expected: "the first IPv6 address to lease").ipv6Address()
+        let end = try pool.required("EndAddress", expected: "the last IPv6 address to lease").ipv6Address()
+        guard start <= end else {
+            throw .inconsistent(node.keyPath, detail: "StartAddress \(start) comes after EndAddress \(end); the pool runs from StartAddress up to EndAddress, both included")
+        }
+        if let unusable = [start, end].first(where: { !Self.isUnicastForClients($0) }) {
+            throw .inconsistent(node.keyPath, detail: "\(unusable) cannot be a client's address (loopback, unspecified, link-local, multicast or IPv4-mapped); use a unique local range such as fd00:90::2 to fd00:90::ffff")
+        }
+        return start...end
+    }
+
+    /// Link-local and multicast addresses never leave the tunnel's link; the others have no place on it.
+    private static func isUnicastForClients(_ address: IPv6Address) -> Bool {
+        let value = IPAddress.v6(address)
+        return !value.isLoopback && !value.isUnspecified && !value.isLinkLocal && address.rawValue >> 120 != 0xFF && address.ipv4Mapped == nil
+    }
+
+    private static func ipv6Routes(_ node: ConfigurationNode) throws(ConfigurationError) -> [IPv6Network] {
+        var routes: [IPv6Network] = []
+        for element in try node.array(of: "routes, each a dictionary with Address and PrefixLength") {
+            let route = try element.dictionary()
+            try route.rejectUnknownKeys(ipv6RouteKeys)
+            let address = try route.required("Address", expected: "the route's network address, such as fd00:1::")
+                .ipv6Address()
+            let prefixLength = try route.required("PrefixLength", expected: "the route's prefix length, from 0 to 128, such as 64")
+                .integer(in: 0...128)
+            guard let network = IPv6Network(address: address, prefixLength: prefixLength) else {
+                let bits = prefixLength == 0 ? 0 : address.rawValue & (UInt128.max << (128 - prefixLength))
+                throw .inconsistent(element.keyPath, detail: "\(address)/\(prefixLength) has bits set beyond the prefix; did you mean \(IPv6Address(rawValue: bits))/\(prefixLength)?")
+            }
+            routes.append(network)
+        }
+        return routes
     }
 
     private static func routes(_ node: ConfigurationNode) throws(ConfigurationError) -> [IPv4Network] {

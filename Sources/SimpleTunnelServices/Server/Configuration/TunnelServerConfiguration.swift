@@ -13,6 +13,11 @@ public struct TunnelServerConfiguration: Sendable, Hashable {
     /// `IPv4.Routes`, sent with every lease. Nil (no key) means the client
     /// routes everything through the tunnel; an empty list is sent as it is.
     public var routes: [IPv4Network]?
+    /// `IPv6.Pool`: when set, every lease also holds one of these addresses (ours, PROTOCOL.md B7).
+    public var ipv6Pool: ClosedRange<IPv6Address>?
+    /// `IPv6.Routes`, sent with every lease beside the IPv4 ones. Nil means
+    /// the client routes all its IPv6 through the tunnel.
+    public var ipv6Routes: [IPv6Network]?
     /// Keys of the `IPv4` dictionary other than `Pool` and `Routes`, sent with
     /// every lease untouched. (`Address` and `Netmask` are never kept: the lease sets them.)
     public var otherIPv4Keys: [String: PropertyListValue]
@@ -28,6 +33,8 @@ public struct TunnelServerConfiguration: Sendable, Hashable {
     public init(
         pool: ClosedRange<IPv4Address>,
         routes: [IPv4Network]? = nil,
+        ipv6Pool: ClosedRange<IPv6Address>? = nil,
+        ipv6Routes: [IPv6Network]? = nil,
         otherIPv4Keys: [String: PropertyListValue] = [:],
         dns: DNSSettings? = nil,
         passThroughKeys: [String: PropertyListValue] = [:],
@@ -35,6 +42,8 @@ public struct TunnelServerConfiguration: Sendable, Hashable {
     ) {
         self.pool = pool
         self.routes = routes
+        self.ipv6Pool = ipv6Pool
+        self.ipv6Routes = ipv6Routes
         self.otherIPv4Keys = otherIPv4Keys
         self.dns = dns
         self.passThroughKeys = passThroughKeys

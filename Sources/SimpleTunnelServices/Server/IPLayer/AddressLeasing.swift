@@ -6,6 +6,8 @@ import NIOCore
 /// says, including ending an older session of the same client on this server.
 public protocol AddressLeasing: Sendable {
     var range: ClosedRange<IPv4Address> { get }
+    /// The IPv6 addresses it leases beside each IPv4 one; nil when it leases IPv4 only.
+    var ipv6Range: ClosedRange<IPv6Address>? { get }
     /// An address for `client` (its login or certificate subject; nil when
     /// anonymous); nil when the pool is exhausted. Fails when it cannot be decided now.
     func lease(for client: String?, on eventLoop: EventLoop) -> EventLoopFuture<AddressPool.Lease?>
@@ -16,6 +18,10 @@ public protocol AddressLeasing: Sendable {
     var leasedCount: Int { get }
     /// Where to say that a session here was replaced by one on another server (shared leases only).
     func whenReplacedElsewhere(_ end: @escaping @Sendable (UInt64) -> Void)
+}
+
+extension AddressLeasing {
+    public var ipv6Range: ClosedRange<IPv6Address>? { nil }
 }
 
 extension AddressPool: AddressLeasing {

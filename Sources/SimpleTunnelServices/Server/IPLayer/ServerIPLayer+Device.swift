@@ -7,6 +7,8 @@ public struct ServerIPLayerOptions: Sendable {
     public var deviceName = "stun%d"
     /// The server's own address on the device; nil = the address just below the pool.
     public var deviceAddress: IPv4Address?
+    /// The server's own IPv6 address on the device, when the configuration offers IPv6; nil = the address just below its pool.
+    public var deviceIPv6Address: IPv6Address?
     public var mtu = 1400
     /// Where the addresses of known clients are remembered across restarts; nil: in memory only.
     public var leaseFile: LeaseFile?
@@ -57,12 +59,15 @@ extension ServerIPLayer {
         guard !pool.contains(address) else {
             throw ServerIPLayerError("the server's tunnel address \(address) is inside the pool \(pool.lowerBound)-\(pool.upperBound)")
         }
+        let address6 = try configuration.ipv6Pool.map { pool6 throws(ServerIPLayerError) in
+            try ipv6DeviceAddress(for: pool6, options: options)
+        }
         // The lease file first: a bad one stops the server before anything is changed.
         let addressPool: any AddressLeasing =
             if let database = options.database {
                 database.addressLeasing(range: pool)
             } else {
-                try AddressPool(range: pool, file: options.leaseFile, logger: logger)
+                try AddressPool(range: pool, ipv6Range: configuration.ipv6Pool, file: options.leaseFile, logger: logger)
             }
         let device = try TUNDevice.open(name: options.deviceName, logger: logger)
         let network = LinuxNetworkConfigurator(logger: logger)
@@ -71,6 +76,12 @@ extension ServerIPLayer {
             try network.addAddress(address, prefixLength: 32, device: device.name)
             for prefix in IPv4Network.covering(pool) {
                 try network.addRoute(prefix, device: device.name)
+            }
+            if let address6, let pool6 = configuration.ipv6Pool {
+                try network.addAddress(address6, prefixLength: 128, device: device.name)
+                for prefix in IPv6Network.covering(pool6) {
+                    try network.addRoute(prefix, device: device.name)
+                }
             }
         } catch {
             try? network.undoAll()
@@ -81,7 +92,7 @@ extension ServerIPLayer {
         router.start(on: eventLoop)
         let layer = ServerIPLayer(pool: addressPool, router: router, configuration: configuration, metrics: metrics)
         logger.notice(
-            "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound), MTU \(options.mtu)",
+            "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound)\(address6.map { ", IPv6 server \($0)" } ?? "")\(configuration.ipv6Pool.map { ", IPv6 pool \($0.lowerBound)-\($0.upperBound)" } ?? ""), MTU \(options.mtu)",
             metadata: [
                 "leases": "\(options.database.map { "\($0)" } ?? options.leaseFile?.path ?? "in memory")",
                 // What every client is told to send through the tunnel: the line an operator checks first.
@@ -89,6 +100,32 @@ extension ServerIPLayer {
             ]
         )
         return ServerIPLayerHandle(layer: layer, network: network)
+    }
+
+    /// IPv6 needs links of at least this MTU (RFC 8200); the kernel turns IPv6 off on a smaller one.
+    static let minimumIPv6MTU = 1280
+
+    /// Checks what offering IPv6 needs and returns the server's own IPv6 address.
+    static func ipv6DeviceAddress(for pool: ClosedRange<IPv6Address>, options: ServerIPLayerOptions) throws(ServerIPLayerError) -> IPv6Address {
+        guard options.mtu >= minimumIPv6MTU else {
+            throw ServerIPLayerError("the configuration offers IPv6, which needs an MTU of at least \(minimumIPv6MTU), not \(options.mtu); raise --mtu")
+        }
+        guard options.database == nil else {
+            throw ServerIPLayerError("IPv6 leases are not shared through --database yet; remove the IPv6 dictionary or run without --database")
+        }
+        guard let address = options.deviceIPv6Address ?? defaultDeviceAddress(for: pool) else {
+            throw ServerIPLayerError("the IPv6 pool \(pool.lowerBound)-\(pool.upperBound) leaves no address below it for the server; start it one address higher")
+        }
+        guard !pool.contains(address) else {
+            throw ServerIPLayerError("the server's IPv6 tunnel address \(address) is inside the pool \(pool.lowerBound)-\(pool.upperBound)")
+        }
+        return address
+    }
+
+    /// The address just below the IPv6 pool, unless that is a subnet-router anycast address (interface identifier 0).
+    static func defaultDeviceAddress(for pool: ClosedRange<IPv6Address>) -> IPv6Address? {
+        guard pool.lowerBound.rawValue & 0xFFFF_FFFF_FFFF_FFFF > 1 else { return nil }
+        return IPv6Address(rawValue: pool.lowerBound.rawValue - 1)
     }
 
     /// The address just below the pool, unless that is a network address (x.x.x.0).
