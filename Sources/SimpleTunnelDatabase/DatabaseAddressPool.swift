@@ -14,7 +14,8 @@ import SimpleTunnelServices
 /// are random, so that no one can name another server's session by counting.
 /// Pools may be shared or split per server; an address is handed out only once the database confirmed it.
 public final class DatabaseAddressPool: AddressLeasing {
-    public let range: ClosedRange<IPv4Address>
+    public let ipv4Range: ClosedRange<IPv4Address>
+    public var range: ClosedRange<IPv4Address>? { ipv4Range }
     public let database: TunnelDatabase
     /// This server's sessions: their holder (a random 63-bit number) and the client key their database rows name.
     let held = NIOLockedValueBox<[LeaseBook.Holder: String]>([:])
@@ -22,7 +23,7 @@ public final class DatabaseAddressPool: AddressLeasing {
     let forgedNoticeLog = NIOLockedValueBox(LogRateLimiter(interval: .seconds(60)))
 
     public init(range: ClosedRange<IPv4Address>, database: TunnelDatabase) {
-        self.range = range
+        self.ipv4Range = range
         self.database = database
     }
 
@@ -38,7 +39,7 @@ public final class DatabaseAddressPool: AddressLeasing {
         let holder = Self.newHolder()
         // An anonymous client is not remembered: its row lives as long as its session.
         let key = client ?? "anonymous:\(database.serverID):\(holder)"
-        let request = DatabaseLeaseRequest(client: key, range: range, serverID: database.serverID, session: holder)
+        let request = DatabaseLeaseRequest(client: key, range: ipv4Range, serverID: database.serverID, session: holder)
         return database.perform("leasing an address", on: eventLoop) { client, logger in
             try await client.withTransaction(logger: logger) { connection in
                 try await request.run(on: connection, logger: logger)

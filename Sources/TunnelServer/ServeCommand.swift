@@ -257,6 +257,7 @@ struct Serve: AsyncParsableCommand {
         // Clients take the device's MTU from the lease (IPv4.MTU, PROTOCOL.md A5) unless they set their own.
         var configuration = launch.configuration
         configuration.otherIPv4Keys["MTU"] = PropertyListValue(mtu)
+        configuration.otherIPv6Keys["MTU"] = PropertyListValue(mtu)
         let service = TunnelServerService(
             settings: settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,
             ipLayer: useIPLayer ? (configuration, ipOptions) : nil, ipLayerIsRequired: tun != nil,

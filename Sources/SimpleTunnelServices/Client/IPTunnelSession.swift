@@ -18,13 +18,14 @@ public struct IPTunnelOptions: Sendable {
 
 /// The settings an IP flow's configuration carries (PROTOCOL.md A5).
 public struct IPTunnelSettings: Sendable, Hashable {
-    public var address: IPv4Address
+    /// Nil when the server offers IPv6 only.
+    public var address: IPv4Address?
     public var prefixLength: Int
     /// Nil: route everything through the tunnel.
     public var routes: [IPv4Network]?
     public var dnsServers: [IPAddress]
     public var searchDomains: [String]
-    /// `IPv4.MTU`, the server's device MTU (ours, PROTOCOL.md A5); nil when absent or out of range.
+    /// `IPv4.MTU` (or `IPv6.MTU`), the server's device MTU (ours, PROTOCOL.md A5); nil when absent or out of range.
     public var mtu: Int?
     /// The IPv6 lease (ours, PROTOCOL.md B7); nil when the server offers IPv4 only.
     public var ipv6: IPv6Settings?
@@ -39,7 +40,11 @@ public struct IPTunnelSettings: Sendable, Hashable {
 
     public init(configuration: [String: PropertyListValue]) throws {
         let ipv4 = configuration["IPv4"]?.dictionaryValue ?? [:]
-        guard let addressText = ipv4["Address"]?.stringValue, let address = IPv4Address(addressText) else {
+        let ipv6 = try configuration["IPv6"].map { value throws in try Self.ipv6Settings(value) }
+        self.ipv6 = ipv6
+        let address = ipv4["Address"]?.stringValue.flatMap { IPv4Address($0) }
+        // A server offering IPv6 only sends no IPv4 dictionary.
+        guard address != nil || (configuration["IPv4"] == nil && ipv6 != nil) else {
             throw IPTunnelError("the server's configuration has no IPv4.Address for the tunnel")
         }
         let netmask = ipv4["Netmask"]?.stringValue ?? "255.255.255.255"
@@ -60,8 +65,8 @@ public struct IPTunnelSettings: Sendable, Hashable {
         } else {
             self.routes = nil
         }
-        self.mtu = ipv4["MTU"]?.integerValue.flatMap { Int(exactly: $0) }.flatMap { (576...65535).contains($0) ? $0 : nil }
-        self.ipv6 = try configuration["IPv6"].map { value throws in try Self.ipv6Settings(value) }
+        let ipv6MTU = configuration["IPv6"]?.dictionaryValue?["MTU"]?.integerValue.flatMap { Int(exactly: $0) }.flatMap { (1280...65535).contains($0) ? $0 : nil }
+        self.mtu = ipv4["MTU"]?.integerValue.flatMap { Int(exactly: $0) }.flatMap { (576...65535).contains($0) ? $0 : nil } ?? ipv6MTU
         let dns = configuration["DNS"]?.dictionaryValue ?? [:]
         self.dnsServers = (dns["Servers"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { IPAddress($0) } }
         self.searchDomains = (dns["SearchDomains"]?.arrayValue ?? []).compactMap(\.stringValue)
@@ -94,7 +99,7 @@ extension IPTunnelSettings {
 
     /// The leases as `status` and the log show them: `10.90.0.2/32` or `10.90.0.2/32, fd00:90::2/128`.
     public var leaseDescription: String {
-        "\(address)/\(prefixLength)" + (ipv6.map { ", \($0.address)/\($0.prefixLength)" } ?? "")
+        [address.map { "\($0)/\(prefixLength)" }, ipv6.map { "\($0.address)/\($0.prefixLength)" }].compactMap { $0 }.joined(separator: ", ")
     }
 }
 
@@ -158,10 +163,9 @@ public final class IPTunnelSession: Sendable {
         var addressOnly = previous
         addressOnly.address = settings.address
         addressOnly.prefixLength = settings.prefixLength
-        if addressOnly == settings {
+        if addressOnly == settings, let old = previous.address, let new = settings.address {
             // A new lease alone: swapped under the routes in place, so nothing leaks around the tunnel meanwhile.
-            try network.replaceAddress(
-                previous.address, prefixLength: previous.prefixLength, with: settings.address, prefixLength: settings.prefixLength, device: deviceName)
+            try network.replaceAddress(old, prefixLength: previous.prefixLength, with: new, prefixLength: settings.prefixLength, device: deviceName)
         } else {
             try network.undoAll()
             try Self.apply(settings, options: options, server: tunnel.channel.remoteAddress, device: deviceName, network: network)
@@ -173,7 +177,9 @@ public final class IPTunnelSession: Sendable {
         _ settings: IPTunnelSettings, options: IPTunnelOptions, server: SocketAddress?, device: String, network: LinuxNetworkConfigurator
     ) throws {
         try network.setLinkUp(device: device, mtu: options.mtu ?? settings.mtu ?? 1400)
-        try network.addAddress(settings.address, prefixLength: settings.prefixLength, device: device)
+        if let address = settings.address {
+            try network.addAddress(address, prefixLength: settings.prefixLength, device: device)
+        }
         if let ipv6 = settings.ipv6 {
             try network.addAddress(ipv6.address, prefixLength: ipv6.prefixLength, device: device)
         }
@@ -209,6 +215,16 @@ public final class IPTunnelSession: Sendable {
     /// default route stays for the tunnel server itself, which gets a host route).
     private static func applyRoutes(_ settings: IPTunnelSettings, device: String, server: SocketAddress?, network: LinuxNetworkConfigurator) throws {
         try applyIPv6Routes(settings, device: device, server: server, network: network)
+        guard settings.address != nil else {
+            // IPv6 only: a full tunnel must not let IPv4 leak around it, but keeps its way to an IPv4 server.
+            if settings.ipv6?.routes == nil {
+                if let host = server.flatMap(IPAddress.init)?.unmapped, case .v4(let host) = host {
+                    try network.pinHostRoute(to: host)
+                }
+                try network.blackholeIPv4()
+            }
+            return
+        }
         if let routes = settings.routes {
             for route in routes {
                 try network.addRoute(route, device: device)

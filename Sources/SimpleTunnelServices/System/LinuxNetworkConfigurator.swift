@@ -175,6 +175,17 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
         return true
     }
 
+    /// For a full IPv6-only tunnel: two IPv4 blackhole routes (`0.0.0.0/1` and
+    /// `128.0.0.0/1`) that beat any default route, so IPv4 cannot bypass the tunnel.
+    /// The route to an IPv4 tunnel server itself stays (see `pinHostRoute(to:)`).
+    public func blackholeIPv4() throws(NetworkConfigurationError) {
+        try locked { () throws(NetworkConfigurationError) in
+            for prefix in ["0.0.0.0/1", "128.0.0.0/1"] {
+                try apply(ip(["route", "add", "blackhole", prefix]), undo: ip(["route", "del", "blackhole", prefix]))
+            }
+        }
+    }
+
     /// Sets `net.ipv4.ip_forward`; undo puts back the previous value. Does
     /// nothing (and records nothing) when the value is already `enabled`.
     func setIPv4Forwarding(_ enabled: Bool) throws(NetworkConfigurationError) {

@@ -34,9 +34,6 @@ extension TunnelServerConfiguration {
                 throw .inconsistent(ipv6.keyPath.appending(key), detail: "the server sets this for each client (the leased address, /128); remove it")
             }
             try ipv6.rejectUnknownKeys(Self.ipv6Keys)
-            guard ipv4 != nil else {
-                throw .inconsistent(ipv6.keyPath, detail: "this server leases an IPv6 address only beside an IPv4 one; add an IPv4 dictionary with a Pool")
-            }
         }
         let ipv6Pool = try ipv6.map { ipv6 throws(ConfigurationError) in
             try Self.ipv6Pool(ipv6.required("Pool", expected: "a dictionary with StartAddress and EndAddress"))
@@ -55,7 +52,8 @@ extension TunnelServerConfiguration {
             pool: pool ?? Self.embeddedDefault.pool, routes: routes, ipv6Pool: ipv6Pool, ipv6Routes: ipv6Routes, otherIPv4Keys: otherIPv4Keys, dns: dns,
             passThroughKeys: passThroughKeys, server: server ?? TunnelServerSettings()
         )
-        poolIsConfigured = pool != nil
+        poolIsConfigured = pool != nil || ipv6Pool != nil
+        offersIPv4 = pool != nil || ipv6Pool == nil
         self = fillingMissingDNS(fromResolvConf: resolvConf)
         try checkClientConfigurationFitsInAMessage()
     }
@@ -89,7 +87,7 @@ extension TunnelServerConfiguration {
     /// auto-configuration script pasted into `Proxies`) must fail here, at
     /// startup, rather than on every IP flow.
     private func checkClientConfigurationFitsInAMessage() throws(ConfigurationError) {
-        let largest = configuration(forLease: pool.upperBound, ipv6: ipv6Pool?.upperBound)
+        let largest = configuration(forLease: offersIPv4 ? pool.upperBound : nil, ipv6: ipv6Pool?.upperBound)
         let size = BinaryPropertyListWriter.bytes(.dictionary(largest)).readableBytes
         guard size <= Self.maximumClientConfigurationSize else {
             throw .inconsistent(.root, detail: "what clients receive is \(size) bytes once encoded, more than the \(Self.maximumClientConfigurationSize) that fit in one tunnel message; make the keys passed through to clients (Proxies, others) smaller")

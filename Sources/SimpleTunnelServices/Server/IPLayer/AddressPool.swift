@@ -6,14 +6,15 @@ import NIOConcurrencyHelpers
 /// address back (see `LeaseBook`), also after a restart when a `LeaseFile` is given.
 public final class AddressPool: Sendable {
     public struct Lease: Sendable, Equatable {
-        public let address: IPv4Address
+        /// Nil when the server offers IPv6 only.
+        public let address: IPv4Address?
         /// Set when the server offers IPv6 (`IPv6.Pool`).
         public let ipv6Address: IPv6Address?
         package let holder: LeaseBook.Holder
         /// The older session of the same client that held the address until now.
         package let replaced: LeaseBook.Holder?
 
-        package init(address: IPv4Address, ipv6Address: IPv6Address? = nil, holder: LeaseBook.Holder, replaced: LeaseBook.Holder?) {
+        package init(address: IPv4Address?, ipv6Address: IPv6Address? = nil, holder: LeaseBook.Holder, replaced: LeaseBook.Holder?) {
             self.address = address
             self.ipv6Address = ipv6Address
             self.holder = holder
@@ -21,7 +22,7 @@ public final class AddressPool: Sendable {
         }
     }
 
-    public var range: ClosedRange<IPv4Address> { state.withLockedValue { $0.book.ipv4.range } }
+    public var range: ClosedRange<IPv4Address>? { state.withLockedValue { $0.book.ipv4?.range } }
     public var ipv6Range: ClosedRange<IPv6Address>? { state.withLockedValue { $0.book.ipv6?.range } }
     private let state: NIOLockedValueBox<(book: DualStackLeaseBook, nextHolder: LeaseBook.Holder, generation: UInt64)>
     private let file: LeaseFile?
@@ -32,14 +33,14 @@ public final class AddressPool: Sendable {
     private let logger: Logger
 
     /// Loads the remembered leases from `file`, if given; fails when it is unreadable.
-    /// With `ipv6Range`, every lease holds an address of each family.
+    /// With `ipv6Range`, every lease holds an address of each family; with only `ipv6Range`, IPv6 ones only.
     public init(
-        range: ClosedRange<IPv4Address>, ipv6Range: ClosedRange<IPv6Address>? = nil, file: LeaseFile? = nil,
+        range: ClosedRange<IPv4Address>?, ipv6Range: ClosedRange<IPv6Address>? = nil, file: LeaseFile? = nil,
         logger: Logger = Logger(label: "tunnel-server")
     ) throws(LeaseFileError) {
         let remembered = try file?.load() ?? LeaseFile.Leases()
         let book = DualStackLeaseBook(
-            ipv4: LeaseBook(range: range, remembered: remembered.ipv4),
+            ipv4: range.map { LeaseBook(range: $0, remembered: remembered.ipv4) },
             ipv6: ipv6Range.map { AddressLeaseBook(range: $0, remembered: remembered.ipv6) }
         )
         self.state = NIOLockedValueBox((book, 1, 0))
@@ -68,7 +69,7 @@ public final class AddressPool: Sendable {
     }
 
     private static func remembered(in book: DualStackLeaseBook) -> LeaseFile.Leases {
-        LeaseFile.Leases(ipv4: book.ipv4.remembered, ipv6: book.ipv6?.remembered ?? [:])
+        LeaseFile.Leases(ipv4: book.ipv4?.remembered ?? [:], ipv6: book.ipv6?.remembered ?? [:])
     }
 
     /// Frees the lease unless a newer session of its client took it over; true when freed.

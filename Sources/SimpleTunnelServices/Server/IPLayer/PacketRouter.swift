@@ -35,7 +35,8 @@ public final class PacketRouter: @unchecked Sendable {
     public struct Counters: Sendable, Hashable {
         /// Packets from a client whose source is not its lease (anti-spoofing).
         public var spoofedDropped: UInt64 = 0
-        /// Packets from a client of a family it has no lease of (IPv6 when the server offers IPv4 only), or not IP at all.
+        /// Packets from a client of a family it has no lease of (IPv6 when the
+        /// server offers IPv4 only, or the reverse), or not IP at all.
         public var nonIPv4Dropped: UInt64 = 0
         /// IPv6 packets from a client from or to a link-local or multicast
         /// address (router solicitations, neighbour discovery): they stay on the tunnel's link.
@@ -89,20 +90,20 @@ public final class PacketRouter: @unchecked Sendable {
 
     /// Packets for `address` (and `ipv6`) go to `deliver`, called on `eventLoop`; replaces an earlier holder's route.
     func attach(
-        _ address: IPv4Address, ipv6: IPv6Address? = nil, holder: LeaseBook.Holder, eventLoop: EventLoop,
+        _ address: IPv4Address?, ipv6: IPv6Address? = nil, holder: LeaseBook.Holder, eventLoop: EventLoop,
         deliver: @escaping @Sendable ([TunnelPacket]) -> Void
     ) {
         let route = Route(holder: holder, eventLoop: eventLoop, deliver: deliver)
         routes.withLockedValue { routes in
-            routes.ipv4[address] = route
+            if let address { routes.ipv4[address] = route }
             if let ipv6 { routes.ipv6[ipv6] = route }
         }
     }
 
     /// Removes the routes of `address` (and `ipv6`) if `holder` still has them.
-    func detach(_ address: IPv4Address, ipv6: IPv6Address? = nil, holder: LeaseBook.Holder) {
+    func detach(_ address: IPv4Address?, ipv6: IPv6Address? = nil, holder: LeaseBook.Holder) {
         routes.withLockedValue { routes in
-            if routes.ipv4[address]?.holder == holder { routes.ipv4[address] = nil }
+            if let address, routes.ipv4[address]?.holder == holder { routes.ipv4[address] = nil }
             if let ipv6, routes.ipv6[ipv6]?.holder == holder { routes.ipv6[ipv6] = nil }
         }
     }
@@ -115,7 +116,7 @@ public final class PacketRouter: @unchecked Sendable {
     /// Writes a client's packets to the device, dropping (and counting) any
     /// whose source is not the client's lease of its family, or that are
     /// link-scoped IPv6, or whose destination the policy refuses.
-    func send(_ packets: [TunnelPacket], from lease: IPv4Address, ipv6 lease6: IPv6Address? = nil) {
+    func send(_ packets: [TunnelPacket], from lease: IPv4Address?, ipv6 lease6: IPv6Address? = nil) {
         var allowed: [ByteBuffer] = []
         allowed.reserveCapacity(packets.count)
         var spoofed: UInt64 = 0
@@ -133,6 +134,7 @@ public final class PacketRouter: @unchecked Sendable {
         }
         // The lock is shared by every tunnel: taken only when there is something to count.
         if spoofed > 0 || notIPv4 > 0 || refused > 0 || linkScoped > 0 {
+            let leases = [lease?.description, lease6?.description].compactMap { $0 }.joined(separator: " and ")
             let now = NIODeadline.now()
             let (spoofedToLog, refusedToLog) = drops.withLockedValue { drops in
                 drops.counters.spoofedDropped += spoofed
@@ -146,10 +148,10 @@ public final class PacketRouter: @unchecked Sendable {
             metrics?.droppedPackets(.linkScoped, count: Int(linkScoped))
             metrics?.droppedPackets(.policy, count: Int(refused))
             if spoofedToLog > 0 {
-                logger.notice("dropped packets whose source is not the lease", metadata: ["lease": "\(lease)", "count": "\(spoofedToLog)"])
+                logger.notice("dropped packets whose source is not the lease", metadata: ["lease": "\(leases)", "count": "\(spoofedToLog)"])
             }
             if refusedToLog > 0 {
-                logger.notice("dropped packets whose destination the policy refuses", metadata: ["lease": "\(lease)", "count": "\(refusedToLog)"])
+                logger.notice("dropped packets whose destination the policy refuses", metadata: ["lease": "\(leases)", "count": "\(refusedToLog)"])
             }
         }
         if !allowed.isEmpty {
@@ -157,8 +159,10 @@ public final class PacketRouter: @unchecked Sendable {
         }
     }
 
-    private func verdict(on packet: ByteBuffer, lease: IPv4Address, lease6: IPv6Address?) -> Verdict {
+    private func verdict(on packet: ByteBuffer, lease: IPv4Address?, lease6: IPv6Address?) -> Verdict {
         if let addresses = IPv4PacketHeader.addresses(of: packet) {
+            // Without an IPv4 lease (a server offering IPv6 only) a client's IPv4 has nowhere to go.
+            guard let lease else { return .otherFamily }
             guard addresses.source == lease else { return .spoofed }
             if !filter.isEmpty && filter.refuses(addresses.destination, port: IPv4PacketHeader.destinationPort(of: packet)) {
                 return .refused

@@ -34,7 +34,7 @@ public final class ServerIPLayer: Sendable {
             case .failure(let error):
                 completion(.failure(FlowOpenFailure(.internalError, "no address can be leased now: \(error)")))
             case .success(nil):
-                completion(.failure(FlowOpenFailure(.refused, "the address pool \(pool.range.lowerBound)-\(pool.range.upperBound) is exhausted")))
+                completion(.failure(FlowOpenFailure(.refused, "the address pool \(pool.poolDescription) is exhausted")))
             case .success(let lease?):
                 if let replaced = lease.replaced {
                     logger.notice("a new session of \(client ?? "the client") takes over \(lease.address); ending the old one")
@@ -43,11 +43,11 @@ public final class ServerIPLayer: Sendable {
                     metrics?.leases.increment()
                 }
                 // Who has which address: the line an operator looks for when a packet's source must be named.
-                logger.notice("leased \(lease.address)\(lease.ipv6Address.map { " and \($0)" } ?? "")", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
+                logger.notice("leased \(lease.addressesDescription)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
                 let endpoint = ServerIPFlowEndpoint(
                     identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer)
                 if let peer {
-                    peer.leased(lease.address)
+                    peer.leased(lease.addressesDescription)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
                 completion(.success(OpenedFlow(endpoint: endpoint, configuration: configuration.configuration(forLease: lease.address, ipv6: lease.ipv6Address))))
@@ -116,7 +116,7 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
         attached = false
         peer?.leased(nil)
         layer.release(lease)
-        logger.notice("released \(lease.address)\(lease.ipv6Address.map { " and \($0)" } ?? "")", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
+        logger.notice("released \(lease.addressesDescription)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
     }
 
     // An IP flow carries packets only.

@@ -79,14 +79,15 @@ struct IPv6ConfigurationTests {
         #expect(Self.error(["Pool": Self.pool, "Routes": .array([Self.route("fd00:2::", 129)])]).contains("IPv6.Routes"))
     }
 
-    @Test func anIPv6DictionaryWithoutAnIPv4OneIsRefusedForNow() {
-        let message: String
-        do {
-            _ = try TunnelServerConfiguration(propertyList: .dictionary(["IPv6": .dictionary(["Pool": Self.pool])]))
-            message = "no error"
-        } catch {
-            message = "\(error)"
-        }
-        #expect(message.contains("IPv6: this server leases an IPv6 address only beside an IPv4 one"), "\(message)")
+    @Test func anIPv6DictionaryAloneMakesAnIPv6OnlyServer() throws {
+        let configuration = try TunnelServerConfiguration(propertyList: .dictionary(["IPv6": .dictionary(["Pool": Self.pool])]))
+        #expect(!configuration.offersIPv4)
+        #expect(configuration.poolIsConfigured, "the IP layer starts from the file")
+        let lease = configuration.configuration(forLease: nil, ipv6: IPv6Address("fd00:90::2"))
+        #expect(lease["IPv4"] == nil)
+        #expect(lease["IPv6"]?.dictionaryValue?["Address"] == .string("fd00:90::2"))
+        // A file with neither family is a server for flows only, as before.
+        let neither = try TunnelServerConfiguration(propertyList: .dictionary([:]))
+        #expect(neither.offersIPv4 && !neither.poolIsConfigured)
     }
 }

@@ -19,13 +19,13 @@ struct DualStackLeaseTests {
         #expect(anonymous == .init(ipv4: try Self.v4("10.90.0.2"), ipv6: try Self.v6("fd00:90::2"), replaced: nil))
         let aliceGrant = book.lease(for: "login:alice", holder: 2)
         let alice = try #require(aliceGrant)
-        #expect(alice.ipv4.description == "10.90.0.3" && alice.ipv6?.description == "fd00:90::3")
+        #expect(alice.ipv4?.description == "10.90.0.3" && alice.ipv6?.description == "fd00:90::3")
         let released = book.release(alice.ipv4, ipv6: alice.ipv6, holder: 2)
         #expect(released)
         // Others skip both of alice's addresses while others are free; she gets both back.
         let bobGrant = book.lease(for: "login:bob", holder: 3)
         let bob = try #require(bobGrant)
-        #expect(bob.ipv4.description == "10.90.0.4" && bob.ipv6?.description == "fd00:90::4")
+        #expect(bob.ipv4?.description == "10.90.0.4" && bob.ipv6?.description == "fd00:90::4")
         let again = book.lease(for: "login:alice", holder: 4)
         #expect(again == .init(ipv4: alice.ipv4, ipv6: alice.ipv6, replaced: nil))
         // A new session of alice takes both over from the old one.
@@ -42,6 +42,20 @@ struct DualStackLeaseTests {
         #expect(second == nil)
         #expect(book.heldCount == 1, "the IPv4 address picked for the refused lease is free again")
         #expect(book.ipv6?.heldCount == 1)
+    }
+
+    @Test func anIPv6OnlyBookLeasesIPv6AddressesAlone() throws {
+        var book = DualStackLeaseBook(ipv4: nil, ipv6: AddressLeaseBook(range: try Self.v6("fd00:90::2")...(try Self.v6("fd00:90::2"))))
+        let first = book.lease(for: "login:alice", holder: 1)
+        #expect(first == .init(ipv4: nil, ipv6: try Self.v6("fd00:90::2"), replaced: nil))
+        let takeover = book.lease(for: "login:alice", holder: 2)
+        #expect(takeover == .init(ipv4: nil, ipv6: try Self.v6("fd00:90::2"), replaced: 1))
+        let exhausted = book.lease(for: nil, holder: 3)
+        #expect(exhausted == nil)
+        #expect(book.heldCount == 1)
+        let released = book.release(nil, ipv6: try Self.v6("fd00:90::2"), holder: 2)
+        #expect(released)
+        #expect(book.heldCount == 0)
     }
 
     @Test func aHugeIPv6PoolIsCountedWithoutOverflowing() throws {
@@ -65,7 +79,7 @@ struct DualStackLeaseTests {
         let pool = try AddressPool(range: range, ipv6Range: range6, file: file)
         _ = pool.lease(for: nil)
         let alice = try #require(pool.lease(for: "login:alice"))
-        #expect(alice.address.description == "10.90.0.5" && alice.ipv6Address?.description == "fd00:90::3")
+        #expect(alice.address?.description == "10.90.0.5" && alice.ipv6Address?.description == "fd00:90::3")
         let saved = try String(contentsOfFile: file.path, encoding: .utf8)
         #expect(saved.contains(#""ipv6Leases""#) && saved.contains("fd00:90::3"), "\(saved)")
 
@@ -73,7 +87,7 @@ struct DualStackLeaseTests {
         let restarted = try AddressPool(range: range, ipv6Range: range6, file: file)
         #expect(restarted.lease(for: "login:bob")?.ipv6Address?.description == "fd00:90::2")
         let back = try #require(restarted.lease(for: "login:alice"))
-        #expect(back.address.description == "10.90.0.5" && back.ipv6Address?.description == "fd00:90::3")
+        #expect(back.address?.description == "10.90.0.5" && back.ipv6Address?.description == "fd00:90::3")
 
         // A server that offers IPv4 only still reads the file.
         let ipv4Only = try AddressPool(range: range, file: file)

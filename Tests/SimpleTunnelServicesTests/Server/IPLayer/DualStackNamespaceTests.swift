@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
@@ -44,21 +45,23 @@ final class DualStackVPNLab {
         return namespace
     }
 
-    /// - Parameter pushRoutes: with, clients route only the destination networks; without, everything.
-    func startServer(pushRoutes: Bool = true) async throws {
+    /// - Parameters:
+    ///   - pushRoutes: with, clients route only the destination networks; without, everything.
+    ///   - ipv4: false leaves the IPv4 dictionary out: a server offering IPv6 alone.
+    func startServer(pushRoutes: Bool = true, ipv4: Bool = true) async throws {
         let routes4 = pushRoutes
             ? "<key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>"
             : ""
         let routes6 = pushRoutes
             ? "<key>Routes</key><array><dict><key>Address</key><string>fd00:2::</string><key>PrefixLength</key><integer>64</integer></dict></array>"
             : ""
+        let ipv4Dictionary = ipv4
+            ? "<key>IPv4</key><dict><key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>\(routes4)</dict>"
+            : ""
         let configuration = """
             <?xml version="1.0" encoding="UTF-8"?>
             <plist version="1.0"><dict>
-              <key>IPv4</key><dict>
-                <key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>
-                \(routes4)
-              </dict>
+              \(ipv4Dictionary)
               <key>IPv6</key><dict>
                 <key>Pool</key><dict><key>StartAddress</key><string>fd00:90::2</string><key>EndAddress</key><string>fd00:90::3</string></dict>
                 \(routes6)
@@ -176,5 +179,34 @@ struct DualStackNamespaceTests {
         #expect(ping.status == 0, "ping -6 after the restart failed: \(ping.standardOutput)\n\(client.outputSoFar)")
         let leases = try String(contentsOfFile: vpn.directory + "/server-state/leases.json", encoding: .utf8)
         #expect(leases.contains("ipv6Leases") && leases.contains("fd00:90::3"), "\(leases)")
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func anIPv6OnlyServerLeasesIPv6AloneAndTheClientBlackholesIPv4() async throws {
+        let vpn = try DualStackVPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer(pushRoutes: false, ipv4: false)
+        #expect(vpn.serverProcess?.outputSoFar.contains("IPv6 server fd00:90::1, IPv6 pool fd00:90::2-fd00:90::3") == true,
+                "\(vpn.serverProcess?.outputSoFar ?? "")")
+        let client = try vpn.clientNamespace(1)
+        let process = try await vpn.startClient(in: client, index: 1, device: "stun1")
+        let status = await ClientHintsTests.status(at: vpn.controlPath("stun1"))
+        #expect(status?.lease == "fd00:90::2/128 on stun1", "\(String(describing: status))")
+        let addresses4 = try vpn.lab.run(in: client, ["ip", "-4", "addr", "show", "dev", "stun1"]).standardOutput
+        #expect(addresses4.isEmpty, "\(addresses4)")
+        // IPv4 cannot leak around an IPv6-only tunnel; IPv6 goes through it.
+        let routes4 = try vpn.lab.run(in: client, ["ip", "-4", "route"]).standardOutput
+        #expect(routes4.contains("blackhole 0.0.0.0/1") && routes4.contains("blackhole 128.0.0.0/1"), "\(routes4)")
+        let ping = try vpn.lab.run(in: client, ["ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", "fd00:2::2"], check: false)
+        #expect(ping.status == 0, "ping -6 failed: \(ping.standardOutput)\(ping.standardError)\n\(process.outputSoFar)")
+        // The client's link keeps the server's MTU, pushed in the IPv6 dictionary.
+        let link = try vpn.lab.run(in: client, ["ip", "link", "show", "dev", "stun1"]).standardOutput
+        #expect(link.contains("mtu 1300"), "\(link)")
+        // Stopped through its control socket, the client removes what it added.
+        _ = try await ControlClient.request("stop", path: vpn.controlPath("stun1"), group: MultiThreadedEventLoopGroup.singleton)
+        let finished = await process.finish(timeout: 20)
+        #expect(finished.status == 0 && !finished.output.contains("could not undo"), "\(finished.output)")
+        let after = try vpn.lab.run(in: client, ["ip", "-4", "route"]).standardOutput
+        #expect(!after.contains("blackhole"), "\(after)\n\(finished.output)")
     }
 }
