@@ -30,7 +30,18 @@ enum DatabaseSchema {
                     started_at timestamptz NOT NULL DEFAULT now())
                 """,
             ]
-        )
+        ),
+        (
+            2,
+            [
+                // One IPv6 address per known client of a dual-stack server, beside its IPv4 one; today's rows stay as they are.
+                """
+                CREATE TABLE simpletunnel_ipv6_leases (
+                    client text PRIMARY KEY, address inet NOT NULL UNIQUE, pool text NOT NULL,
+                    server_id text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())
+                """
+            ]
+        ),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }

@@ -60,7 +60,7 @@ extension ServerIPLayer {
         // The lease file first: a bad one stops the server before anything is changed.
         let addressPool: any AddressLeasing =
             if let database = options.database {
-                database.addressLeasing(range: configuration.pool)
+                database.addressLeasing(range: pool, ipv6Range: configuration.ipv6Pool)
             } else {
                 try AddressPool(range: pool, ipv6Range: configuration.ipv6Pool, file: options.leaseFile, logger: logger)
             }
@@ -125,9 +125,6 @@ extension ServerIPLayer {
     static func ipv6DeviceAddress(for pool: ClosedRange<IPv6Address>, options: ServerIPLayerOptions) throws(ServerIPLayerError) -> IPv6Address {
         guard options.mtu >= minimumIPv6MTU else {
             throw ServerIPLayerError("the configuration offers IPv6, which needs an MTU of at least \(minimumIPv6MTU), not \(options.mtu); raise --mtu")
-        }
-        guard options.database == nil else {
-            throw ServerIPLayerError("IPv6 leases are not shared through --database yet; remove the IPv6 dictionary or run without --database")
         }
         guard let address = options.deviceIPv6Address ?? defaultDeviceAddress(for: pool) else {
             throw ServerIPLayerError("the IPv6 pool \(pool.lowerBound)-\(pool.upperBound) leaves no address below it for the server; start it one address higher")
