@@ -97,6 +97,9 @@ extension IPTunnelSettings {
         return settings
     }
 
+    /// IPv6 needs links of at least this MTU (RFC 8200); the kernel turns IPv6 off on a smaller one.
+    public static let minimumIPv6MTU = 1280
+
     /// The leases as `status` and the log show them: `10.90.0.2/32` or `10.90.0.2/32, fd00:90::2/128`.
     public var leaseDescription: String {
         [address.map { "\($0)/\(prefixLength)" }, ipv6.map { "\($0.address)/\($0.prefixLength)" }].compactMap { $0 }.joined(separator: ", ")
@@ -176,7 +179,11 @@ public final class IPTunnelSession: Sendable {
     private static func apply(
         _ settings: IPTunnelSettings, options: IPTunnelOptions, server: SocketAddress?, device: String, network: LinuxNetworkConfigurator
     ) throws {
-        try network.setLinkUp(device: device, mtu: options.mtu ?? settings.mtu ?? 1400)
+        let mtu = options.mtu ?? settings.mtu ?? 1400
+        if settings.ipv6 != nil, mtu < IPTunnelSettings.minimumIPv6MTU {
+            throw IPTunnelError("the server offers IPv6, which needs an MTU of at least \(IPTunnelSettings.minimumIPv6MTU), not \(mtu); raise --mtu")
+        }
+        try network.setLinkUp(device: device, mtu: mtu)
         if let address = settings.address {
             try network.addAddress(address, prefixLength: settings.prefixLength, device: device)
         }

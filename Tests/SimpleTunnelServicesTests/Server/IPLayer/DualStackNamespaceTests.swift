@@ -89,13 +89,16 @@ final class DualStackVPNLab {
     }
 
     /// Starts `tunnel-client ip` in `namespace` against the server's IPv6 address on that link.
-    func startClient(in namespace: String, index: Int, device: String) async throws -> ExternalProcess {
+    func startClient(
+        in namespace: String, index: Int, device: String, expectUp: Bool = true, arguments: [String] = []
+    ) async throws -> ExternalProcess {
         let identity = try pki.issueClient("client-\(device)")
         let process = try lab.start(in: namespace, [
             BuiltPrograms.tunnelClient, "ip", "--server", "[fd00:\(10 + index)::1]:4433", "--ca", pki.caFile,
             "--cert", pki.certificatePath(identity), "--key", pki.keyPath(identity), "--server-name", "localhost",
             "--tun", device, "--log-level", "info", "--control", controlPath(device),
-        ])
+        ] + arguments)
+        guard expectUp else { return process }
         let output = await process.waitForOutput(containing: "IP tunnel up", timeout: 20)
         #expect(output != nil, "the client did not come up:\n\(process.outputSoFar)\nserver:\n\(serverProcess?.outputSoFar ?? "")")
         return process
@@ -208,5 +211,11 @@ struct DualStackNamespaceTests {
         #expect(finished.status == 0 && !finished.output.contains("could not undo"), "\(finished.output)")
         let after = try vpn.lab.run(in: client, ["ip", "-4", "route"]).standardOutput
         #expect(!after.contains("blackhole"), "\(after)\n\(finished.output)")
+
+        // A tunnel MTU IPv6 cannot use is refused with what to change.
+        let small = try await vpn.startClient(in: client, index: 1, device: "stun1", expectUp: false, arguments: ["--mtu", "1200"])
+        let refused = await small.finish(timeout: 20)
+        #expect(refused.status != 0)
+        #expect(refused.output.contains("needs an MTU of at least 1280, not 1200; raise --mtu"), "\(refused.output)")
     }
 }
