@@ -24,7 +24,7 @@ struct IP: AsyncParsableCommand {
     @Flag(help: "Use the server's DNS servers while the tunnel is up.")
     var dns = false
 
-    @Option(help: "MTU of the TUN device. Default: the server's (it pushes its own), else 1400.")
+    @Option(help: "MTU of the TUN device (at least 1280 when the server offers IPv6). Default: the server's (it pushes its own), else 1400.")
     var mtu: Int?
 
     func validate() throws {
