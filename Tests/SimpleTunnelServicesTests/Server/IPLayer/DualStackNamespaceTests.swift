@@ -116,7 +116,7 @@ final class DualStackVPNLab {
 @Suite("Dual-stack IP tunnel in network namespaces", .serialized, .timeLimit(.minutes(3)))
 struct DualStackNamespaceTests {
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
-    func aFullTunnelOverIPv6CarriesPingAndTCPOfBothFamiliesAndDropsASpoofedIPv6Source() async throws {
+    func aFullTunnelOverIPv6CarriesPingAndTCPOfBothFamiliesAndDropsSpoofedAndRefusedIPv6() async throws {
         let vpn = try DualStackVPNLab()
         defer { vpn.cleanup() }
         try await vpn.startServer(pushRoutes: false)
@@ -147,6 +147,12 @@ struct DualStackNamespaceTests {
         ).standardOutput
         let expected = try vpn.lab.runner.runChecked(["sha256sum", content + "/blob"]).standardOutput
         #expect(sums.prefix(64) == expected.prefix(64), "\(sums)")
+
+        // A server listening publicly refuses the cloud metadata service's IPv6 address to packets too.
+        let metadata = try vpn.lab.run(in: client, ["ping", "-6", "-c", "1", "-W", "1", "fd00:ec2::254"], check: false)
+        #expect(metadata.status != 0)
+        let refusedLog = await vpn.serverProcess?.waitForOutput(containing: "whose destination the policy refuses", timeout: 10)
+        #expect(refusedLog != nil, "the server did not report the refused IPv6 destination:\n\(vpn.serverProcess?.outputSoFar ?? "")")
 
         // An IPv6 source that is not the lease is dropped by the server and counted in its log.
         try vpn.lab.run(in: client, ["ip", "-6", "addr", "add", "fd00:90::99/128", "dev", "stun1", "nodad"])
