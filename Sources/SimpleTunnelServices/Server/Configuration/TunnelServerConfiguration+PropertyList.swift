@@ -108,44 +108,6 @@ extension TunnelServerConfiguration {
         return start...end
     }
 
-    private static func ipv6Pool(_ node: ConfigurationNode) throws(ConfigurationError) -> ClosedRange<IPv6Address> {
-        let pool = try node.dictionary()
-        try pool.rejectUnknownKeys(["StartAddress", "EndAddress"])
-        let start = try pool.required("StartAddress", expected: "the first IPv6 address to lease").ipv6Address()
-        let end = try pool.required("EndAddress", expected: "the last IPv6 address to lease").ipv6Address()
-        guard start <= end else {
-            throw .inconsistent(node.keyPath, detail: "StartAddress \(start) comes after EndAddress \(end); the pool runs from StartAddress up to EndAddress, both included")
-        }
-        if let unusable = [start, end].first(where: { !Self.isUnicastForClients($0) }) {
-            throw .inconsistent(node.keyPath, detail: "\(unusable) cannot be a client's address (loopback, unspecified, link-local, multicast or IPv4-mapped); use a unique local range such as fd00:90::2 to fd00:90::ffff")
-        }
-        return start...end
-    }
-
-    /// Link-local and multicast addresses never leave the tunnel's link; the others have no place on it.
-    private static func isUnicastForClients(_ address: IPv6Address) -> Bool {
-        let value = IPAddress.v6(address)
-        return !value.isLoopback && !value.isUnspecified && !value.isLinkLocal && address.rawValue >> 120 != 0xFF && address.ipv4Mapped == nil
-    }
-
-    private static func ipv6Routes(_ node: ConfigurationNode) throws(ConfigurationError) -> [IPv6Network] {
-        var routes: [IPv6Network] = []
-        for element in try node.array(of: "routes, each a dictionary with Address and PrefixLength") {
-            let route = try element.dictionary()
-            try route.rejectUnknownKeys(ipv6RouteKeys)
-            let address = try route.required("Address", expected: "the route's network address, such as fd00:1::")
-                .ipv6Address()
-            let prefixLength = try route.required("PrefixLength", expected: "the route's prefix length, from 0 to 128, such as 64")
-                .integer(in: 0...128)
-            guard let network = IPv6Network(address: address, prefixLength: prefixLength) else {
-                let bits = prefixLength == 0 ? 0 : address.rawValue & (UInt128.max << (128 - prefixLength))
-                throw .inconsistent(element.keyPath, detail: "\(address)/\(prefixLength) has bits set beyond the prefix; did you mean \(IPv6Address(rawValue: bits))/\(prefixLength)?")
-            }
-            routes.append(network)
-        }
-        return routes
-    }
-
     private static func routes(_ node: ConfigurationNode) throws(ConfigurationError) -> [IPv4Network] {
         var routes: [IPv4Network] = []
         for element in try node.array(of: "routes, each a dictionary with Address and Netmask") {

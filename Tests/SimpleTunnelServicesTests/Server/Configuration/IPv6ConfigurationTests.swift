@@ -75,6 +75,10 @@ struct IPv6ConfigurationTests {
             .contains("comes after EndAddress"))
         #expect(Self.error(["Pool": .dictionary(["StartAddress": .string("fe80::2"), "EndAddress": .string("fe80::9")])])
             .contains("cannot be a client's address"))
+        #expect(Self.error(["Pool": .dictionary(["StartAddress": .string("fd00::2"), "EndAddress": .string("fec0::1")])])
+            .contains("reaches into link-local addresses (fe80::/10)"))
+        #expect(Self.error(["Pool": .dictionary(["StartAddress": .string("::2"), "EndAddress": .string("::ffff:10.0.0.1")])])
+            .contains("reaches into IPv4-mapped addresses"))
         #expect(Self.error(["Pool": Self.pool, "Routes": .array([Self.route("fd00:2::1", 64)])]).contains("did you mean fd00:2::/64?"))
         #expect(Self.error(["Pool": Self.pool, "Routes": .array([Self.route("fd00:2::", 129)])]).contains("IPv6.Routes"))
     }
