@@ -325,8 +325,10 @@ def certificates_and_vpn(run, commands):
     server, _ = run.start(run.adapt(command("sudo tunnel-server --host 0.0.0.0 --port 4433 --config", commands), []),
                           lambda log: "listening on 0.0.0.0:4433" in log, "vpn-server")
     run.shell(run.adapt(command("sudo sysctl -w net.ipv4.ip_forward=1", commands), []))
+    run.shell(run.adapt(command("sudo sysctl -w net.ipv6.conf.all.forwarding=1", commands), []))
     if subprocess.run(["bash", "-c", "command -v nft"], capture_output=True).returncode == 0:
-        for prefix in ("sudo nft add table", "sudo nft add chain", "sudo nft add rule"):
+        for prefix in ("sudo nft add table", "sudo nft add chain", "sudo nft add rule",
+                       "sudo nft add table ip6", "sudo nft add chain ip6", "sudo nft add rule ip6"):
             run.shell(run.adapt(command(prefix, commands), []))
     else:
         print("(nft is not installed here: the NAT lines are not run)")

@@ -1,8 +1,11 @@
 # Configuration files the benchmark scripts share; sourced, defines functions only.
 
-# write_pool_plist FILE ROUTE: a tunnel-server configuration leasing 10.90.0.2-10.90.0.250
-# and pushing one route, ROUTE/24, with no DNS servers.
+# write_pool_plist FILE ROUTE [ROUTE6]: a tunnel-server configuration leasing 10.90.0.2-10.90.0.250
+# and pushing one route, ROUTE/24, with no DNS servers; with ROUTE6, also dual stack:
+# leasing fd00:90::2-fd00:90::fa and pushing ROUTE6/64.
 write_pool_plist() {
+    local ipv6=""
+    [ -n "${3:-}" ] && ipv6="<key>IPv6</key><dict><key>Pool</key><dict><key>StartAddress</key><string>fd00:90::2</string><key>EndAddress</key><string>fd00:90::fa</string></dict><key>Routes</key><array><dict><key>Address</key><string>$3</string><key>PrefixLength</key><integer>64</integer></dict></array></dict>"
     cat >"$1" <<PLIST
 <?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
@@ -27,6 +30,7 @@ write_pool_plist() {
 			</dict>
 		</array>
 	</dict>
+	$ipv6
 	<key>DNS</key>
 	<dict>
 		<key>Servers</key>

@@ -3,6 +3,8 @@
 # tunnel versus OpenVPN 2.6 in TCP mode with AES-256-GCM, same namespace
 # topology, run back to back. Prints both, the ratio and PASS/FAIL against the
 # target (SimpleTunnel >= 2x OpenVPN), plus the bare veth path as the ceiling.
+# SimpleTunnel's tunnel is dual stack: its IPv6 throughput (iperf3 -6) is
+# measured beside IPv4 through the same tunnel.
 #
 #   sudo Benchmarks/ip-layer.sh
 #   sudo DURATION=15 RUNS=5 Benchmarks/ip-layer.sh
@@ -38,7 +40,9 @@
 #   baseline:      client ns routes 198.18.2.0/24 via 198.18.1.1 (plain forwarding)
 #   OpenVPN:       pool 10.91.0.0/24, pushes route 198.18.2.0/24; run with its
 #                  defaults and again with --tcp-nodelay
-#   SimpleTunnel:  pool 10.90.0.2-10.90.0.250, pushes route 198.18.2.0/24
+#   SimpleTunnel:  pool 10.90.0.2-10.90.0.250, pushes route 198.18.2.0/24; IPv6 pool
+#                  fd00:90::2-fd00:90::fa, pushes fd00:2::/64 (destination fd00:2::2,
+#                  links fd00:1::/64 and fd00:2::/64 beside the IPv4 ones)
 #
 # Results also go to benchmark-results/ip-layer.json (git-ignored).
 # Exit status: 0 when the benchmark ran (whatever PASS/FAIL says), 1 on setup errors.
@@ -219,6 +223,7 @@ CLI=stb-cli-$SUFFIX
 SRV=stb-srv-$SUFFIX
 DST=stb-dst-$SUFFIX
 DST_ADDR=198.18.2.2
+DST_ADDR6=fd00:2::2
 
 setup_topology() {
     local ns
@@ -238,6 +243,13 @@ setup_topology() {
     ip -n "$SRV" link set veth-cli up
     ip -n "$SRV" link set veth-dst up
     ip -n "$DST" link set veth-srv up
+    # IPv6 beside IPv4, usable at once (no duplicate address detection on links only we made).
+    ip -n "$CLI" addr add fd00:1::2/64 dev veth-srv nodad
+    ip -n "$SRV" addr add fd00:1::1/64 dev veth-cli nodad
+    ip -n "$SRV" addr add fd00:2::1/64 dev veth-dst nodad
+    ip -n "$DST" addr add "$DST_ADDR6"/64 dev veth-srv nodad
+    ip netns exec "$SRV" sysctl -qw net.ipv6.conf.all.forwarding=1
+    ip -n "$DST" -6 route add fd00:90::/64 via fd00:2::1
     # New namespaces may inherit IPv4 settings from the root one: set them all.
     ip netns exec "$SRV" sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'
     ip netns exec "$CLI" sh -c 'echo 0 > /proc/sys/net/ipv4/ip_forward'
@@ -253,9 +265,10 @@ setup_topology() {
 IPERF_PORT=5200 IPERF_PID=""
 iperf_listening() { [ -n "$(ip netns exec "$DST" ss -Htln "sport = :$IPERF_PORT")" ]; }
 iperf_idle() { [ -z "$(ip netns exec "$DST" ss -Htn state established "sport = :$IPERF_PORT")" ]; }
+# start_iperf_server [ADDRESS]: on DST_ADDR unless given (DST_ADDR6 for -6).
 start_iperf_server() {
     IPERF_PORT=$((IPERF_PORT + 1))
-    start_bg iperf3-server "$WORK/iperf3-server-$IPERF_PORT.log" ip netns exec "$DST" iperf3 -s -B "$DST_ADDR" -p "$IPERF_PORT"
+    start_bg iperf3-server "$WORK/iperf3-server-$IPERF_PORT.log" ip netns exec "$DST" iperf3 -s -B "${1:-$DST_ADDR}" -p "$IPERF_PORT"
     IPERF_PID=$BG_PID
     wait_for 10 iperf_listening || die "iperf3 server did not start: $(cat "$WORK/iperf3-server-$IPERF_PORT.log")"
 }
@@ -281,15 +294,15 @@ iperf_gbps() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.3f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# iperf_run OUT: one client run; waits for the server to finish the previous
-# test first (iperf3 3.12 can still be "busy" just after its client exits).
+# iperf_run OUT [ADDRESS]: one client run to DST_ADDR (or ADDRESS); waits for the server to finish
+# the previous test first (iperf3 3.12 can still be "busy" just after its client exits).
 iperf_run() {
     local attempt rc
     for attempt in 1 2 3; do
         wait_for 5 iperf_idle || true
         rc=0
         run_bounded $((DURATION + 20)) "$1" \
-            ip netns exec "$CLI" iperf3 -c "$DST_ADDR" -p "$IPERF_PORT" -t "$DURATION" -J --connect-timeout 5000 || rc=$?
+            ip netns exec "$CLI" iperf3 -c "${2:-$DST_ADDR}" -p "$IPERF_PORT" -t "$DURATION" -J --connect-timeout 5000 || rc=$?
         grep -q 'server is busy' "$1" || return $rc
         note "iperf3 server still busy with the previous test; retrying"
         sleep 1
@@ -297,14 +310,14 @@ iperf_run() {
     return 1
 }
 
-# measure LABEL: RUNS single-stream runs from the client namespace; sets
-# MEASURED_RUNS (space separated Gbit/s) and MEASURED_MEDIAN (empty if none).
+# measure LABEL [ADDRESS]: RUNS single-stream runs from the client namespace to DST_ADDR (or
+# ADDRESS); sets MEASURED_RUNS (space separated Gbit/s) and MEASURED_MEDIAN (empty if none).
 measure() {
-    local label=$1 run out gbps
+    local label=$1 target=${2:-$DST_ADDR} run out gbps
     MEASURED_RUNS=""
     for run in $(seq 1 "$RUNS"); do
         out=$WORK/iperf-$label-$run.json
-        if iperf_run "$out" && gbps=$(iperf_gbps "$out"); then
+        if iperf_run "$out" "$target" && gbps=$(iperf_gbps "$out"); then
             printf '  %-15s run %d: %7.3f Gbit/s\n' "$label" "$run" "$gbps"
             MEASURED_RUNS="$MEASURED_RUNS${MEASURED_RUNS:+ }$gbps"
         else
@@ -415,6 +428,7 @@ run_openvpn() {
 # --- SimpleTunnel -----------------------------------------------------------
 
 OURS_STATUS=unavailable OURS_RUNS="" OURS_MEDIAN="" OURS_DETAIL="" OURS_TLS=""
+OURS6_STATUS=unavailable OURS6_RUNS="" OURS6_MEDIAN="" OURS6_DETAIL=""
 run_ours() {
     echo "SimpleTunnel: tunnel-server (TUN, IPv4.Pool) <- TLS over TCP -> tunnel-client ip"
     if [ -n "$OURS_UNAVAILABLE" ]; then
@@ -425,7 +439,7 @@ run_ours() {
     OURS_STATUS=failed
     local d=$WORK/ours server_pid client_pid fingerprint dev="" mtu=()
     mkdir -p "$d/state"
-    write_pool_plist "$d/server.plist" 198.18.2.0
+    write_pool_plist "$d/server.plist" 198.18.2.0 fd00:2::
     [ -n "$OURS_MTU" ] && mtu=(--mtu "$OURS_MTU")
     # A generated (pinned) server certificate; client certificates from the
     # benchmark CA, since the server only listens beyond loopback with mutual TLS.
@@ -469,6 +483,19 @@ run_ours() {
         OURS_TLS=$(grep -Eos 'tls=TLSv[0-9.]+ [A-Z0-9_]+' "$d/server.log" | head -n 1 | cut -d= -f2 || true)
         OURS_RUNS=$MEASURED_RUNS OURS_MEDIAN=$MEASURED_MEDIAN
         [ -n "$OURS_MEDIAN" ] && OURS_STATUS=ok || OURS_DETAIL="every iperf3 run failed"
+        # The same tunnel, IPv6 (iperf3 -6 to the destination's IPv6 address).
+        OURS6_STATUS=failed
+        if ! ip -n "$CLI" -6 route get "$DST_ADDR6" 2>/dev/null | grep -q " dev $dev "; then
+            OURS6_DETAIL="the IPv6 route to $DST_ADDR6 does not use the tunnel's TUN $dev"
+            echo "  $OURS6_DETAIL"
+        else
+            echo "  IPv6: $(ip -n "$CLI" -6 -o addr show dev "$dev" scope global | awk '{ print $4 }'), route to $DST_ADDR6 via $dev"
+            start_iperf_server "$DST_ADDR6"
+            measure simpletunnel-v6 "$DST_ADDR6"
+            stop_iperf_server
+            OURS6_RUNS=$MEASURED_RUNS OURS6_MEDIAN=$MEASURED_MEDIAN
+            [ -n "$OURS6_MEDIAN" ] && OURS6_STATUS=ok || OURS6_DETAIL="every iperf3 -6 run failed"
+        fi
     fi
     stop_pids "$client_pid" "$server_pid"
 }
@@ -528,6 +555,7 @@ row "OpenVPN $OPENVPN_SHORT TCP AES-256-GCM" "$OVPN_STATUS" "$OVPN_MEDIAN" "$OVP
 [ "$OVND_STATUS" = skipped ] ||
     row "  same, --tcp-nodelay" "$OVND_STATUS" "$OVND_MEDIAN" "$OVND_RUNS" "$OVND_DETAIL"
 row "SimpleTunnel TLS" "$OURS_STATUS" "$OURS_MEDIAN" "$OURS_RUNS" "$OURS_DETAIL"
+row "  same tunnel, IPv6 (iperf3 -6)" "$OURS6_STATUS" "$OURS6_MEDIAN" "$OURS6_RUNS" "$OURS6_DETAIL"
 if [ -n "$RATIO" ]; then
     echo "ratio SimpleTunnel/OpenVPN: $RATIO (target >= ${TARGET_RATIO}x): $VERDICT"
 else
@@ -583,7 +611,8 @@ JSON=$ROOT/benchmark-results/ip-layer.json
     printf '    "baseline_veth": %s,\n' "$(json_result "$BASE_STATUS" "$BASE_MEDIAN" "$BASE_RUNS" "$BASE_DETAIL")"
     printf '    "openvpn_tcp_aes_256_gcm": %s,\n' "$(json_result "$OVPN_STATUS" "$OVPN_MEDIAN" "$OVPN_RUNS" "$OVPN_DETAIL")"
     printf '    "openvpn_tcp_aes_256_gcm_tcp_nodelay": %s,\n' "$(json_result "$OVND_STATUS" "$OVND_MEDIAN" "$OVND_RUNS" "$OVND_DETAIL")"
-    printf '    "simpletunnel_tls": %s\n' "$(json_result "$OURS_STATUS" "$OURS_MEDIAN" "$OURS_RUNS" "$OURS_DETAIL")"
+    printf '    "simpletunnel_tls": %s,\n' "$(json_result "$OURS_STATUS" "$OURS_MEDIAN" "$OURS_RUNS" "$OURS_DETAIL")"
+    printf '    "simpletunnel_tls_ipv6": %s\n' "$(json_result "$OURS6_STATUS" "$OURS6_MEDIAN" "$OURS6_RUNS" "$OURS6_DETAIL")"
     printf '  },\n'
     printf '  "ratio_simpletunnel_over_openvpn": %s,\n' "$(json_num "$RATIO")"
     printf '  "target_ratio": %s,\n' "$TARGET_RATIO"

@@ -14,15 +14,18 @@ import SimpleTunnelServices
 /// are random, so that no one can name another server's session by counting.
 /// Pools may be shared or split per server; an address is handed out only once the database confirmed it.
 public final class DatabaseAddressPool: AddressLeasing {
-    public let range: ClosedRange<IPv4Address>
+    public let range: ClosedRange<IPv4Address>?
+    public let ipv6Range: ClosedRange<IPv6Address>?
     public let database: TunnelDatabase
     /// This server's sessions: their holder (a random 63-bit number) and the client key their database rows name.
     let held = NIOLockedValueBox<[LeaseBook.Holder: String]>([:])
     /// Takeover notices the sessions table contradicts: anyone who can connect may send one.
     let forgedNoticeLog = NIOLockedValueBox(LogRateLimiter(interval: .seconds(60)))
 
-    public init(range: ClosedRange<IPv4Address>, database: TunnelDatabase) {
+    /// Leases an address of each family given.
+    public init(range: ClosedRange<IPv4Address>?, ipv6Range: ClosedRange<IPv6Address>? = nil, database: TunnelDatabase) {
         self.range = range
+        self.ipv6Range = ipv6Range
         self.database = database
     }
 
@@ -38,10 +41,15 @@ public final class DatabaseAddressPool: AddressLeasing {
         let holder = Self.newHolder()
         // An anonymous client is not remembered: its row lives as long as its session.
         let key = client ?? "anonymous:\(database.serverID):\(holder)"
-        let request = DatabaseLeaseRequest(client: key, range: range, serverID: database.serverID, session: holder)
+        let request = DatabaseLeaseRequest(
+            client: key, ipv4: range.map { .ipv4($0) }, ipv6: ipv6Range.map { .ipv6($0) }, serverID: database.serverID, session: holder)
         return database.perform("leasing an address", on: eventLoop) { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
-                try await request.run(on: connection, logger: logger)
+            do {
+                return try await client.withTransaction(logger: logger) { connection in
+                    try await request.run(on: connection, logger: logger)
+                }
+            } catch let error as PostgresTransactionError where error.closureError is DatabaseLeaseRequest.PoolExhausted {
+                return nil
             }
         }
         .map { [self] grant in
@@ -50,7 +58,7 @@ public final class DatabaseAddressPool: AddressLeasing {
                 held[holder] = key
                 if let replaced = grant.replacedHere { held[replaced] = nil }
             }
-            return AddressPool.Lease(address: grant.address, holder: holder, replaced: grant.replacedHere)
+            return AddressPool.Lease(address: grant.address, ipv6Address: grant.ipv6Address, holder: holder, replaced: grant.replacedHere)
         }
     }
 
@@ -71,6 +79,7 @@ public final class DatabaseAddressPool: AddressLeasing {
                     """, logger: logger)
                 if key.hasPrefix("anonymous:") {
                     try await client.query("DELETE FROM simpletunnel_leases WHERE client = \(key)", logger: logger)
+                    try await client.query("DELETE FROM simpletunnel_ipv6_leases WHERE client = \(key)", logger: logger)
                 }
             }
         }

@@ -3,12 +3,12 @@ import PostgresNIO
 import SimpleTunnelServices
 
 /// One lease decided in one transaction, serialized across all servers by an
-/// advisory lock: the client's remembered address if this pool holds it, else
-/// the lowest address no client remembers, else one remembered by a client
-/// with no session now; then this session replaces the client's previous one.
+/// advisory lock: an address of each family the server offers (see
+/// `DatabaseLeaseFamily`); then this session replaces the client's previous one.
 struct DatabaseLeaseRequest: Sendable {
     struct Grant: Sendable {
-        let address: IPv4Address
+        let address: IPv4Address?
+        let ipv6Address: IPv6Address?
         /// The previous session of the client when it was on this server (ended here, as without a database).
         let replacedHere: LeaseBook.Holder?
     }
@@ -19,16 +19,25 @@ struct DatabaseLeaseRequest: Sendable {
     static let notificationChannel = "simpletunnel_sessions"
 
     let client: String
-    let range: ClosedRange<IPv4Address>
+    let ipv4: DatabaseLeaseFamily<IPv4Address>?
+    let ipv6: DatabaseLeaseFamily<IPv6Address>?
     let serverID: String
     let session: LeaseBook.Holder
-
-    var poolName: String { "\(range.lowerBound)-\(range.upperBound)" }
 
     /// Nil: the pool is exhausted.
     func run(on connection: PostgresConnection, logger: Logger) async throws -> Grant? {
         try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lock))", logger: logger)
-        guard let address = try await address(on: connection, logger: logger) else { return nil }
+        var address: IPv4Address?
+        if let ipv4 {
+            address = try await ipv4.address(for: client, serverID: serverID, on: connection, logger: logger)
+            // Exhausted: the transaction is rolled back with the error, so nothing is held.
+            guard address != nil else { throw PoolExhausted() }
+        }
+        var address6: IPv6Address?
+        if let ipv6 {
+            address6 = try await ipv6.address(for: client, serverID: serverID, on: connection, logger: logger)
+            guard address6 != nil else { throw PoolExhausted() }
+        }
         var previous: (server: String, session: Int64)?
         let rows = try await connection.query("SELECT server_id, session_id FROM simpletunnel_sessions WHERE client = \(client)", logger: logger)
         for try await row in rows.decode((String, Int64).self) {
@@ -40,68 +49,19 @@ struct DatabaseLeaseRequest: Sendable {
             INSERT INTO simpletunnel_sessions (client, server_id, session_id) VALUES (\(client), \(serverID), \(session))
             ON CONFLICT (client) DO UPDATE SET server_id = EXCLUDED.server_id, session_id = EXCLUDED.session_id, started_at = now()
             """, logger: logger)
-        guard let (server, session) = previous else { return Grant(address: address, replacedHere: nil) }
+        guard let (server, session) = previous else { return Grant(address: address, ipv6Address: address6, replacedHere: nil) }
         if server == serverID {
-            return Grant(address: address, replacedHere: LeaseBook.Holder(bitPattern: session))
+            return Grant(address: address, ipv6Address: address6, replacedHere: LeaseBook.Holder(bitPattern: session))
         }
         // Delivered when this transaction commits, to every server listening; the one named ends that session.
         let notice = "\(server) \(session)"
         try await connection.query("SELECT pg_notify(\(Self.notificationChannel), \(notice))", logger: logger)
-        return Grant(address: address, replacedHere: nil)
+        return Grant(address: address, ipv6Address: address6, replacedHere: nil)
     }
 
-    private func address(on connection: PostgresConnection, logger: Logger) async throws -> IPv4Address? {
-        let remembered = try await connection.firstValue(
-            String.self, "SELECT host(address) FROM simpletunnel_leases WHERE client = \(client)", logger: logger
-        ).flatMap(IPv4Address.init)
-        if let remembered, range.contains(remembered) {
-            try await connection.query(
-                "UPDATE simpletunnel_leases SET server_id = \(serverID), updated_at = now() WHERE client = \(client)", logger: logger)
-            return remembered
-        }
-        // Remembered from another server's pool (pools split per server): this server cannot route it.
-        try await connection.query("DELETE FROM simpletunnel_leases WHERE client = \(client)", logger: logger)
-        var free = try await lowestFree(on: connection, logger: logger)
-        if free == nil {
-            free = try await reclaimed(on: connection, logger: logger)
-        }
-        guard let address = free else { return nil }
-        try await connection.query(
-            """
-            INSERT INTO simpletunnel_leases (client, address, pool, server_id)
-            VALUES (\(client), \(address.description)::inet, \(poolName), \(serverID))
-            """, logger: logger)
-        return address
-    }
-
-    /// The lowest address of the range that no client remembers.
-    private func lowestFree(on connection: PostgresConnection, logger: Logger) async throws -> IPv4Address? {
-        let first = range.lowerBound.description
-        let last = Int64(range.count - 1)
-        return try await connection.firstValue(
-            String.self,
-            """
-            SELECT host(\(first)::inet + step) FROM generate_series(0::bigint, \(last)::bigint) AS step
-            WHERE NOT EXISTS (SELECT 1 FROM simpletunnel_leases l WHERE l.address = \(first)::inet + step)
-            ORDER BY step LIMIT 1
-            """, logger: logger
-        ).flatMap(IPv4Address.init)
-    }
-
-    /// When every address is remembered: the lowest one whose client has no session anywhere; that client forgets it.
-    private func reclaimed(on connection: PostgresConnection, logger: Logger) async throws -> IPv4Address? {
-        try await connection.firstValue(
-            String.self,
-            """
-            DELETE FROM simpletunnel_leases WHERE address = (
-                SELECT l.address FROM simpletunnel_leases l
-                WHERE l.address >= \(range.lowerBound.description)::inet AND l.address <= \(range.upperBound.description)::inet
-                AND NOT EXISTS (SELECT 1 FROM simpletunnel_sessions s WHERE s.client = l.client)
-                ORDER BY l.address LIMIT 1)
-            RETURNING host(address)
-            """, logger: logger
-        ).flatMap(IPv4Address.init)
-    }
+    /// A family's pool is exhausted: thrown to roll back what the transaction
+    /// already wrote, and answered as an exhausted pool.
+    struct PoolExhausted: Error {}
 }
 
 extension PostgresConnection {

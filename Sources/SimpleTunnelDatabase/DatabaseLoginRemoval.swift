@@ -3,7 +3,7 @@ import PostgresNIO
 import SimpleTunnelServices
 
 /// How every server hears that a login was removed from the database: a
-/// trigger on the logins table NOTIFYs its name (schema version 2), and each
+/// trigger on the logins table NOTIFYs its name (schema version 3), and each
 /// server LISTENs. NOTIFY needs no privilege, so a notice is only a hint: the
 /// tunnels end only when the logins table, asked again, no longer has the login.
 enum DatabaseLoginRemoval {

@@ -34,6 +34,17 @@ enum DatabaseSchema {
         (
             2,
             [
+                // One IPv6 address per known client of a dual-stack server, beside its IPv4 one; today's rows stay as they are.
+                """
+                CREATE TABLE simpletunnel_ipv6_leases (
+                    client text PRIMARY KEY, address inet NOT NULL UNIQUE, pool text NOT NULL,
+                    server_id text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())
+                """
+            ]
+        ),
+        (
+            3,
+            [
                 // However a login is removed (passwd --database --remove, or SQL), every server hears it and ends its tunnels.
                 """
                 CREATE FUNCTION simpletunnel_login_removed() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -6,8 +6,8 @@ extension TunnelDatabase: SharedServerStore {
 
     public var logins: any LoginDirectory { DatabaseLogins(database: self) }
 
-    public func addressLeasing(range: ClosedRange<IPv4Address>) -> any AddressLeasing {
-        DatabaseAddressPool(range: range, database: self)
+    public func addressLeasing(range: ClosedRange<IPv4Address>?, ipv6Range: ClosedRange<IPv6Address>?) -> any AddressLeasing {
+        DatabaseAddressPool(range: range, ipv6Range: ipv6Range, database: self)
     }
 
     /// What tunnel-server hands the launch as `openSharedStore`: a `postgres://` address and its password.

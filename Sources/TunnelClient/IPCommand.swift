@@ -24,7 +24,7 @@ struct IP: AsyncParsableCommand {
     @Flag(help: "Use the server's DNS servers while the tunnel is up.")
     var dns = false
 
-    @Option(help: "MTU of the TUN device. Default: the server's (it pushes its own), else 1400.")
+    @Option(help: "MTU of the TUN device (at least 1280 when the server offers IPv6). Default: the server's (it pushes its own), else 1400.")
     var mtu: Int?
 
     func validate() throws {
@@ -52,7 +52,7 @@ struct IP: AsyncParsableCommand {
         try await connection.run(keeping: capabilities, offersNeedTunnel: true) { current, status in
             guard let tunnel = current.connection else { throw TunnelClientLaunchError("the tunnel closed before the IP flow could be opened") }
             let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, logger: Logger(label: "tunnel-client"))
-            let showLease: @Sendable () -> Void = { status.setLease("\(session.settings.address)/\(session.settings.prefixLength) on \(session.deviceName)") }
+            let showLease: @Sendable () -> Void = { status.setLease("\(session.settings.leaseDescription) on \(session.deviceName)") }
             showLease()
             return [
                 .init(

@@ -129,7 +129,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("tun-address"), help: "The server's address on the TUN device. Default: the address just below the pool.")
     var tunAddress: String?
 
-    @Option(help: "MTU of the TUN device, also pushed to clients.")
+    @Option(help: "MTU of the TUN device, also pushed to clients; at least 1280 when the configuration offers IPv6.")
     var mtu = 1400
 
     @Flag(name: .customLong("no-ip-layer"), help: "Do not create a TUN device; IP tunnels are refused (result 5).")
@@ -212,6 +212,7 @@ struct Serve: AsyncParsableCommand {
         var launch = try TunnelServerLaunch.prepare(
             options, resolvConf: ResolverConfiguration.readSystemResolvConf(), openFileLimit: openFileLimit, logger: logger)
         launch.configuration.otherIPv4Keys["MTU"] = PropertyListValue(mtu)
+        launch.configuration.otherIPv6Keys["MTU"] = PropertyListValue(mtu)
         return launch
     }
 

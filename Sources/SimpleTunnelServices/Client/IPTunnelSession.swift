@@ -18,18 +18,33 @@ public struct IPTunnelOptions: Sendable {
 
 /// The settings an IP flow's configuration carries (PROTOCOL.md A5).
 public struct IPTunnelSettings: Sendable, Hashable {
-    public var address: IPv4Address
+    /// Nil when the server offers IPv6 only.
+    public var address: IPv4Address?
     public var prefixLength: Int
     /// Nil: route everything through the tunnel.
     public var routes: [IPv4Network]?
     public var dnsServers: [IPAddress]
     public var searchDomains: [String]
-    /// `IPv4.MTU`, the server's device MTU (ours, PROTOCOL.md A5); nil when absent or out of range.
+    /// `IPv4.MTU` (or `IPv6.MTU`), the server's device MTU (ours, PROTOCOL.md A5); nil when absent or out of range.
     public var mtu: Int?
+    /// The IPv6 lease (ours, PROTOCOL.md B7); nil when the server offers IPv4 only.
+    public var ipv6: IPv6Settings?
+
+    /// `IPv6` of the configuration: the leased address and what to route through the tunnel.
+    public struct IPv6Settings: Sendable, Hashable {
+        public var address: IPv6Address
+        public var prefixLength: Int
+        /// Nil: route all IPv6 through the tunnel.
+        public var routes: [IPv6Network]?
+    }
 
     public init(configuration: [String: PropertyListValue]) throws {
         let ipv4 = configuration["IPv4"]?.dictionaryValue ?? [:]
-        guard let addressText = ipv4["Address"]?.stringValue, let address = IPv4Address(addressText) else {
+        let ipv6 = try configuration["IPv6"].map { value throws in try Self.ipv6Settings(value) }
+        self.ipv6 = ipv6
+        let address = ipv4["Address"]?.stringValue.flatMap { IPv4Address($0) }
+        // A server offering IPv6 only sends no IPv4 dictionary.
+        guard address != nil || (configuration["IPv4"] == nil && ipv6 != nil) else {
             throw IPTunnelError("the server's configuration has no IPv4.Address for the tunnel")
         }
         let netmask = ipv4["Netmask"]?.stringValue ?? "255.255.255.255"
@@ -50,10 +65,44 @@ public struct IPTunnelSettings: Sendable, Hashable {
         } else {
             self.routes = nil
         }
-        self.mtu = ipv4["MTU"]?.integerValue.flatMap { Int(exactly: $0) }.flatMap { (576...65535).contains($0) ? $0 : nil }
+        let ipv6MTU = configuration["IPv6"]?.dictionaryValue?["MTU"]?.integerValue.flatMap { Int(exactly: $0) }.flatMap { (1280...65535).contains($0) ? $0 : nil }
+        self.mtu = ipv4["MTU"]?.integerValue.flatMap { Int(exactly: $0) }.flatMap { (576...65535).contains($0) ? $0 : nil } ?? ipv6MTU
         let dns = configuration["DNS"]?.dictionaryValue ?? [:]
         self.dnsServers = (dns["Servers"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { IPAddress($0) } }
         self.searchDomains = (dns["SearchDomains"]?.arrayValue ?? []).compactMap(\.stringValue)
+    }
+}
+
+extension IPTunnelSettings {
+    fileprivate static func ipv6Settings(_ value: PropertyListValue) throws -> IPv6Settings {
+        guard let ipv6 = value.dictionaryValue, let addressText = ipv6["Address"]?.stringValue, let address = IPv6Address(addressText) else {
+            throw IPTunnelError("the server's IPv6 dictionary has no IPv6 Address for the tunnel: \(value)")
+        }
+        let prefixLength = ipv6["PrefixLength"]?.integerValue.flatMap { Int(exactly: $0) } ?? 128
+        guard (0...128).contains(prefixLength) else {
+            throw IPTunnelError("the server's IPv6.PrefixLength \(prefixLength) is not from 0 to 128")
+        }
+        var settings = IPv6Settings(address: address, prefixLength: prefixLength, routes: nil)
+        if let routes = ipv6["Routes"]?.arrayValue {
+            settings.routes = try routes.map { route in
+                guard let entry = route.dictionaryValue, let text = entry["Address"]?.stringValue, let network = IPv6Address(text),
+                    let length = entry["PrefixLength"]?.integerValue.flatMap({ Int(exactly: $0) }),
+                    let route = IPv6Network(address: network, prefixLength: length)
+                else {
+                    throw IPTunnelError("the server's IPv6.Routes holds an entry that is not {Address, PrefixLength}: \(route)")
+                }
+                return route
+            }
+        }
+        return settings
+    }
+
+    /// IPv6 needs links of at least this MTU (RFC 8200); the kernel turns IPv6 off on a smaller one.
+    public static let minimumIPv6MTU = 1280
+
+    /// The leases as `status` and the log show them: `10.90.0.2/32` or `10.90.0.2/32, fd00:90::2/128`.
+    public var leaseDescription: String {
+        [address.map { "\($0)/\(prefixLength)" }, ipv6.map { "\($0.address)/\($0.prefixLength)" }].compactMap { $0 }.joined(separator: ", ")
     }
 }
 
@@ -93,7 +142,7 @@ public final class IPTunnelSession: Sendable {
             let settings = try IPTunnelSettings(configuration: try await openFlow(tunnel: tunnel, link: link))
             try apply(settings, options: options, server: tunnel.channel.remoteAddress, device: device.name, network: network)
             logger.notice(
-                "IP tunnel up on \(device.name): \(settings.address)/\(settings.prefixLength), routes \(options.applyRoutes ? (settings.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything") : "none")"
+                "IP tunnel up on \(device.name): \(settings.leaseDescription), routes \(options.applyRoutes ? (settings.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything") : "none")"
             )
             return IPTunnelSession(settings: settings, device: device, link: link, network: network, options: options, logger: logger)
         } catch {
@@ -110,17 +159,16 @@ public final class IPTunnelSession: Sendable {
         let settings = try IPTunnelSettings(configuration: try await Self.openFlow(tunnel: tunnel, link: link))
         let previous = current.withLockedValue { $0 }
         guard settings != previous else {
-            logger.notice("IP tunnel back on \(deviceName) with the same address \(settings.address)")
+            logger.notice("IP tunnel back on \(deviceName) with the same addresses \(settings.leaseDescription)")
             return
         }
-        logger.notice("IP tunnel back on \(deviceName) with new settings: \(settings.address)/\(settings.prefixLength) (was \(previous.address))")
+        logger.notice("IP tunnel back on \(deviceName) with new settings: \(settings.leaseDescription) (was \(previous.leaseDescription))")
         var addressOnly = previous
         addressOnly.address = settings.address
         addressOnly.prefixLength = settings.prefixLength
-        if addressOnly == settings {
+        if addressOnly == settings, let old = previous.address, let new = settings.address {
             // A new lease alone: swapped under the routes in place, so nothing leaks around the tunnel meanwhile.
-            try network.replaceAddress(
-                previous.address, prefixLength: previous.prefixLength, with: settings.address, prefixLength: settings.prefixLength, device: deviceName)
+            try network.replaceAddress(old, prefixLength: previous.prefixLength, with: new, prefixLength: settings.prefixLength, device: deviceName)
         } else {
             try network.undoAll()
             try Self.apply(settings, options: options, server: tunnel.channel.remoteAddress, device: deviceName, network: network)
@@ -131,8 +179,17 @@ public final class IPTunnelSession: Sendable {
     private static func apply(
         _ settings: IPTunnelSettings, options: IPTunnelOptions, server: SocketAddress?, device: String, network: LinuxNetworkConfigurator
     ) throws {
-        try network.setLinkUp(device: device, mtu: options.mtu ?? settings.mtu ?? 1400)
-        try network.addAddress(settings.address, prefixLength: settings.prefixLength, device: device)
+        let mtu = options.mtu ?? settings.mtu ?? 1400
+        if settings.ipv6 != nil, mtu < IPTunnelSettings.minimumIPv6MTU {
+            throw IPTunnelError("the server offers IPv6, which needs an MTU of at least \(IPTunnelSettings.minimumIPv6MTU), not \(mtu); raise --mtu")
+        }
+        try network.setLinkUp(device: device, mtu: mtu)
+        if let address = settings.address {
+            try network.addAddress(address, prefixLength: settings.prefixLength, device: device)
+        }
+        if let ipv6 = settings.ipv6 {
+            try network.addAddress(ipv6.address, prefixLength: ipv6.prefixLength, device: device)
+        }
         if options.applyRoutes {
             try applyRoutes(settings, device: device, server: server, network: network)
         }
@@ -164,20 +221,51 @@ public final class IPTunnelSession: Sendable {
     /// The pushed routes, or everything (as two /1 routes, so the original
     /// default route stays for the tunnel server itself, which gets a host route).
     private static func applyRoutes(_ settings: IPTunnelSettings, device: String, server: SocketAddress?, network: LinuxNetworkConfigurator) throws {
+        try applyIPv6Routes(settings, device: device, server: server, network: network)
+        guard settings.address != nil else {
+            // IPv6 only: a full tunnel must not let IPv4 leak around it, but keeps its way to an IPv4 server.
+            if settings.ipv6?.routes == nil {
+                if let host = server.flatMap(IPAddress.init)?.unmapped, case .v4(let host) = host {
+                    try network.pinHostRoute(to: host)
+                }
+                try network.blackholeIPv4()
+            }
+            return
+        }
         if let routes = settings.routes {
             for route in routes {
                 try network.addRoute(route, device: device)
             }
             return
         }
-        if let host = server?.ipAddress.flatMap({ IPv4Address($0) }) {
+        if let host = server.flatMap(IPAddress.init)?.unmapped, case .v4(let host) = host {
             try network.pinHostRoute(to: host)
         }
         for half in ["0.0.0.0/1", "128.0.0.0/1"] {
             try network.addRoute(try IPv4Network(parsing: half), device: device)
         }
-        // The tunnel carries IPv4 only: IPv6 must not leak around it.
-        try network.blackholeIPv6()
+        // Without an IPv6 lease the tunnel carries IPv4 only: IPv6 must not leak around it.
+        if settings.ipv6 == nil {
+            try network.blackholeIPv6()
+        }
+    }
+
+    /// The pushed IPv6 routes, or with IPv6 offered and no routes, all IPv6
+    /// (two /1 routes, keeping a host route to an IPv6 tunnel server outside).
+    private static func applyIPv6Routes(_ settings: IPTunnelSettings, device: String, server: SocketAddress?, network: LinuxNetworkConfigurator) throws {
+        guard let ipv6 = settings.ipv6 else { return }
+        if let routes = ipv6.routes {
+            for route in routes {
+                try network.addRoute(route, device: device)
+            }
+            return
+        }
+        if let host = server.flatMap(IPAddress.init)?.unmapped, case .v6(let host) = host {
+            try network.pinHostRoute(to: host)
+        }
+        for half in ["::/1", "8000::/1"] {
+            try network.addRoute(try IPv6Network(parsing: half), device: device)
+        }
     }
 
     /// Removes the routes, addresses and DNS settings, and the device.

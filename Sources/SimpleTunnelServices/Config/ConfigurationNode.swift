@@ -35,6 +35,12 @@ struct ConfigurationNode {
         return address
     }
 
+    func ipv6Address() throws(ConfigurationError) -> IPv6Address {
+        let expected = "an IPv6 address such as fd00:90::2"
+        guard let address = IPv6Address(try string(expected: expected)) else { throw invalid(expected: expected) }
+        return address
+    }
+
     func ipAddress() throws(ConfigurationError) -> IPAddress {
         let expected = "an IPv4 or IPv6 address such as 192.168.2.1 or fd00::1"
         guard let address = IPAddress(try string(expected: expected)) else { throw invalid(expected: expected) }

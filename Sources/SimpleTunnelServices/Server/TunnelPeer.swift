@@ -9,7 +9,8 @@ public final class TunnelPeer: Sendable {
     /// When the connection was accepted.
     let since: Date
     private let login = NIOLockedValueBox<String?>(nil)
-    private let leasedAddress = NIOLockedValueBox<IPv4Address?>(nil)
+    /// The lease's addresses as `status` shows them (`10.90.0.2 and fd00:90::2`).
+    private let leasedAddress = NIOLockedValueBox<String?>(nil)
 
     init(channel: Channel, since: Date = Date()) {
         self.channel = channel
@@ -25,11 +26,11 @@ public final class TunnelPeer: Sendable {
     var currentLogin: String? { login.withLockedValue { $0 } }
 
     /// Set by the IP layer when this tunnel's IP flow leases an address, cleared when it lets go.
-    func leased(_ address: IPv4Address?) {
+    func leased(_ address: String?) {
         leasedAddress.withLockedValue { $0 = address }
     }
 
-    var currentLease: IPv4Address? { leasedAddress.withLockedValue { $0 } }
+    var currentLease: String? { leasedAddress.withLockedValue { $0 } }
 
     /// The key of this client's durable lease: its login, else its verified
     /// certificate subject; nil for an anonymous client. Only on the tunnel's event loop.

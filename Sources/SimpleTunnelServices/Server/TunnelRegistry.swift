@@ -58,7 +58,7 @@ final class TunnelRegistry: Sendable {
         return TunnelServerStatus.Tunnel(
             login: peer.currentLogin, certificateSubject: peer.certificateSubject,
             peer: peer.channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown",
-            leasedAddress: peer.currentLease.map { "\($0)" }, since: peer.since.formatted(.iso8601),
+            leasedAddress: peer.currentLease, since: peer.since.formatted(.iso8601),
             seconds: now.timeIntervalSince(peer.since), bytesFromClient: statistics.bytesFromPeer, bytesToClient: statistics.bytesToPeer,
             openFlows: statistics.openFlows, tlsVersion: session?.protocolVersion)
     }

@@ -136,6 +136,56 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
         }
     }
 
+    // MARK: IPv6
+
+    /// Adds `address/prefixLength` to `device`, usable at once: duplicate
+    /// address detection is skipped (`nodad`), as the tunnel's link has no other host.
+    public func addAddress(_ address: IPv6Address, prefixLength: Int, device: String) throws(NetworkConfigurationError) {
+        guard (0...128).contains(prefixLength) else {
+            throw .invalidSetting("prefix length \(prefixLength) is not from 0 to 128")
+        }
+        let target = ["\(address)/\(prefixLength)", "dev", device]
+        try locked { () throws(NetworkConfigurationError) in
+            try apply(ip(["-6", "address", "add"] + target + ["nodad"]), undo: ip(["-6", "address", "del"] + target))
+        }
+    }
+
+    /// Adds an IPv6 route to `destination` through `gateway` and/or out of `device`.
+    public func addRoute(_ destination: IPv6Network, via gateway: IPv6Address? = nil, device: String? = nil) throws(NetworkConfigurationError) {
+        guard gateway != nil || device != nil else {
+            throw .invalidSetting("a route to \(destination) needs a gateway or a device")
+        }
+        let target = [destination.description] + (gateway.map { ["via", $0.description] } ?? []) + (device.map { ["dev", $0] } ?? [])
+        try locked { () throws(NetworkConfigurationError) in
+            try apply(ip(["-6", "route", "add"] + target), undo: ip(["-6", "route", "del"] + target))
+        }
+    }
+
+    /// As `pinHostRoute(to:)` for an IPv6 tunnel server: adds `host/128` along
+    /// the route it uses now; false when the host is this machine (nothing to pin).
+    @discardableResult
+    public func pinHostRoute(to host: IPv6Address) throws(NetworkConfigurationError) -> Bool {
+        let command = ip(["-6", "-j", "route", "get", host.description])
+        let route = try IPRouteOutput.first(IPRouteOutput.Route.self, from: runner.runChecked(command), command: command)
+        guard route.type != "local" else { return false }
+        guard let device = route.dev else {
+            throw .unexpectedOutput(command: command, output: "no device in the route")
+        }
+        try addRoute(IPv6Network(host: host), via: route.gateway.flatMap { IPv6Address($0) }, device: device)
+        return true
+    }
+
+    /// For a full IPv6-only tunnel: two IPv4 blackhole routes (`0.0.0.0/1` and
+    /// `128.0.0.0/1`) that beat any default route, so IPv4 cannot bypass the tunnel.
+    /// The route to an IPv4 tunnel server itself stays (see `pinHostRoute(to:)`).
+    public func blackholeIPv4() throws(NetworkConfigurationError) {
+        try locked { () throws(NetworkConfigurationError) in
+            for prefix in ["0.0.0.0/1", "128.0.0.0/1"] {
+                try apply(ip(["route", "add", "blackhole", prefix]), undo: ip(["route", "del", "blackhole", prefix]))
+            }
+        }
+    }
+
     /// Sets `net.ipv4.ip_forward`; undo puts back the previous value. Does
     /// nothing (and records nothing) when the value is already `enabled`.
     func setIPv4Forwarding(_ enabled: Bool) throws(NetworkConfigurationError) {

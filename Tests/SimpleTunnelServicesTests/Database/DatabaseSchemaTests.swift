@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOPosix
+import PostgresNIO
 import Testing
 @testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
@@ -60,5 +61,48 @@ struct DatabaseSchemaTests {
         let unknown = try await logins.records(for: "mallory", on: eventLoop).get()
         #expect(unknown.users.isEmpty)
         #expect(!unknown.verify(login: "mallory", password: "second"))
+    }
+
+    @Test(.enabled(if: TestRequirements.met(ThrowawayPostgres.isAvailable, ThrowawayPostgres.requirement)), .timeLimit(.minutes(2)))
+    func aDatabaseOfTheFirstVersionKeepsItsLeasesWhenTheIPv6TableIsAdded() async throws {
+        let postgres = try await ThrowawayPostgres.started()
+        defer { postgres.remove() }
+        let database = TunnelDatabase(location: try postgres.location, password: nil, timeout: .seconds(20), logger: TunnelFixture.logger)
+        let run = Task { await database.run() }
+        defer { run.cancel() }
+        // What a server of the first schema left behind, with one remembered lease.
+        let first = try #require(DatabaseSchema.migrations.first)
+        try await database.perform("test query") { client, logger in
+            try await client.query(
+                "CREATE TABLE simpletunnel_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())", logger: logger)
+            for statement in first.statements {
+                try await client.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+            try await client.query("INSERT INTO simpletunnel_schema (version) VALUES (1)", logger: logger)
+            try await client.query(
+                "INSERT INTO simpletunnel_leases (client, address, pool, server_id) VALUES ('login:alice', '10.90.0.7', '10.90.0.2-10.90.0.254', 'old')",
+                logger: logger)
+        }
+        try await database.prepare()
+        let rows = try await database.perform("test query") { client, logger in
+            var rows: [String] = []
+            for try await (client, address) in try await client.query("SELECT client, host(address) FROM simpletunnel_leases", logger: logger)
+                .decode((String, String).self)
+            {
+                rows.append("\(client) \(address)")
+            }
+            for try await count in try await client.query("SELECT count(*)::bigint FROM simpletunnel_ipv6_leases", logger: logger).decode(Int.self) {
+                rows.append("ipv6 rows \(count)")
+            }
+            return rows
+        }
+        #expect(rows == ["login:alice 10.90.0.7", "ipv6 rows 0"])
+
+        // Alice, back on a dual-stack server, keeps her IPv4 address and gains an IPv6 one.
+        let pool = DatabaseAddressPool(
+            range: try #require(IPv4Address("10.90.0.2"))...(try #require(IPv4Address("10.90.0.254"))),
+            ipv6Range: try #require(IPv6Address("fd00:90::2"))...(try #require(IPv6Address("fd00:90::ffff"))), database: database)
+        let lease = try await pool.lease(for: "login:alice", on: MultiThreadedEventLoopGroup.singleton.next()).get()
+        #expect(lease?.address?.description == "10.90.0.7" && lease?.ipv6Address?.description == "fd00:90::2", "\(String(describing: lease))")
     }
 }

@@ -23,12 +23,15 @@ struct SharedDatabaseCluster {
     let log: CapturingLogHandler.Lines
 
     static let pool = ("10.90.0.2", "10.90.0.254")
+    /// Leased beside the IPv4 pool when a cluster is started `dualStack`.
+    static let ipv6Pool = ("fd00:90::2", "fd00:90::ffff")
 
     /// Runs `body` with a cluster and stops it afterwards, also when `body` failed or returned early.
     static func with(
-        servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20), _ body: (SharedDatabaseCluster) async throws -> Void
+        servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20), dualStack: Bool = false,
+        _ body: (SharedDatabaseCluster) async throws -> Void
     ) async throws {
-        let cluster = try await start(servers: servers, logins: logins, timeout: timeout)
+        let cluster = try await start(servers: servers, logins: logins, timeout: timeout, dualStack: dualStack)
         do {
             try await body(cluster)
         } catch {
@@ -39,7 +42,9 @@ struct SharedDatabaseCluster {
     }
 
     /// `logins`: every tunnel must log in, with these logins stored in the database (password "pw-LOGIN").
-    static func start(servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20)) async throws -> SharedDatabaseCluster {
+    static func start(
+        servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20), dualStack: Bool = false
+    ) async throws -> SharedDatabaseCluster {
         let postgres = try await ThrowawayPostgres.started()
         let (capturing, log) = CapturingLogHandler.logger()
         var logger = capturing
@@ -47,7 +52,7 @@ struct SharedDatabaseCluster {
         var members: [Member] = []
         do {
             for _ in 0..<servers {
-                members.append(try await member(postgres, logins: logins, timeout: timeout, logger: logger))
+                members.append(try await member(postgres, logins: logins, timeout: timeout, dualStack: dualStack, logger: logger))
             }
             if let logins, let first = members.first {
                 for login in logins {
@@ -62,7 +67,9 @@ struct SharedDatabaseCluster {
         return SharedDatabaseCluster(postgres: postgres, members: members, log: log)
     }
 
-    private static func member(_ postgres: ThrowawayPostgres, logins: [String]?, timeout: Duration, logger: Logger) async throws -> Member {
+    private static func member(
+        _ postgres: ThrowawayPostgres, logins: [String]?, timeout: Duration, dualStack: Bool, logger: Logger
+    ) async throws -> Member {
         let database = TunnelDatabase(location: try postgres.location, password: nil, timeout: timeout, logger: logger)
         let run = Task { await database.run() }
         try await database.prepare()
@@ -72,10 +79,14 @@ struct SharedDatabaseCluster {
         }
         #expect(database.isListening)
         let device = InMemoryPacketFlow()
-        let configuration = try IPLayerTests.configuration(pool.0, pool.1)
+        var configuration = try IPLayerTests.configuration(pool.0, pool.1)
+        if dualStack {
+            configuration.ipv6Pool = try #require(IPv6Address(ipv6Pool.0))...(try #require(IPv6Address(ipv6Pool.1)))
+        }
         let router = PacketRouter(device: device, policy: .allowAll, logger: TunnelFixture.logger)
         let layer = ServerIPLayer(
-            pool: DatabaseAddressPool(range: configuration.pool, database: database), router: router, configuration: configuration)
+            pool: DatabaseAddressPool(range: configuration.pool, ipv6Range: configuration.ipv6Pool, database: database), router: router,
+            configuration: configuration)
         let fixture = try await RawServerFixture.start {
             $0.ipLayer = layer
             // Every client of these tests comes from 127.0.0.1, many at once.
@@ -112,6 +123,22 @@ struct SharedDatabaseCluster {
 }
 
 extension RawTunnelPeer {
+    /// Opens the IP flow of a dual-stack server; both leased addresses, or the result when refused.
+    func openDualStackIP(_ identifier: TunnelConnectionIdentifier = 1) async throws -> Result<(ipv4: String, ipv6: String), OpenRefusal> {
+        try await send(.open(identifier: identifier, request: .ip))
+        switch await next(timeout: .seconds(30), skip: { if case .packets = $0 { true } else { false } }) {
+        case .openResult(identifier, .success, let configuration?, _)?:
+            guard let address = configuration["IPv4"]?.dictionaryValue?["Address"]?.stringValue,
+                let address6 = configuration["IPv6"]?.dictionaryValue?["Address"]?.stringValue
+            else { return .failure(OpenRefusal(result: nil)) }
+            return .success((address, address6))
+        case .openResult(identifier, let result, _, _)?:
+            return .failure(OpenRefusal(result: result))
+        default:
+            return .failure(OpenRefusal(result: nil))
+        }
+    }
+
     /// Opens the IP flow; the leased address, or the result when refused.
     func openIP(_ identifier: TunnelConnectionIdentifier = 1) async throws -> Result<String, OpenRefusal> {
         try await send(.open(identifier: identifier, request: .ip))

@@ -28,6 +28,18 @@ extension TunnelServerConfiguration {
         let routes = try ipv4?.optional("Routes").map { node throws(ConfigurationError) in try Self.routes(node) }
         let otherIPv4Keys: [String: PropertyListValue] = [:]
 
+        let ipv6 = try top.optional("IPv6")?.dictionary()
+        if let ipv6 {
+            if let key = ["Address", "PrefixLength", "MTU"].first(where: { ipv6.entries[$0] != nil }) {
+                throw .inconsistent(ipv6.keyPath.appending(key), detail: "the server sets this for each client (the leased address, /128); remove it")
+            }
+            try ipv6.rejectUnknownKeys(Self.ipv6Keys)
+        }
+        let ipv6Pool = try ipv6.map { ipv6 throws(ConfigurationError) in
+            try Self.ipv6Pool(ipv6.required("Pool", expected: "a dictionary with StartAddress and EndAddress"))
+        }
+        let ipv6Routes = try ipv6?.optional("Routes").map { node throws(ConfigurationError) in try Self.ipv6Routes(node) }
+
         let dns = try top.optional("DNS").map { node throws(ConfigurationError) in try Self.dns(node) }
         let server = try top.optional("Server").map { node throws(ConfigurationError) in
             try TunnelServerSettings(node, baseDirectory: baseDirectory)
@@ -37,20 +49,25 @@ extension TunnelServerConfiguration {
         for key in Self.interpretedKeys { passThroughKeys[key] = nil }
 
         self.init(
-            pool: pool ?? Self.embeddedDefault.pool, routes: routes, otherIPv4Keys: otherIPv4Keys, dns: dns,
+            pool: pool ?? Self.embeddedDefault.pool, routes: routes, ipv6Pool: ipv6Pool, ipv6Routes: ipv6Routes, otherIPv4Keys: otherIPv4Keys, dns: dns,
             passThroughKeys: passThroughKeys, server: server ?? TunnelServerSettings()
         )
-        poolIsConfigured = pool != nil
+        poolIsConfigured = pool != nil || ipv6Pool != nil
+        offersIPv4 = pool != nil || ipv6Pool == nil
         self = fillingMissingDNS(fromResolvConf: resolvConf)
         try checkClientConfigurationFitsInAMessage()
     }
 
     /// Top-level keys the server reads; every other one is passed to clients.
-    static let interpretedKeys = ["IPv4", "DNS", "Server"]
+    static let interpretedKeys = ["IPv4", "IPv6", "DNS", "Server"]
     /// Top-level keys Apple's sample names (`SettingsKey`) and ours.
     static let knownTopLevelKeys = interpretedKeys + ["Proxies"]
     /// The keys of `IPv4` a file may set; `Address`, `Netmask` and `MTU` are the server's to set for each lease.
     static let ipv4Keys = ["Pool", "Routes"]
+    /// The keys of `IPv6` a file may set, as for `IPv4`.
+    static let ipv6Keys = ["Pool", "Routes"]
+    /// The keys of one `IPv6.Routes` entry.
+    static let ipv6RouteKeys = ["Address", "PrefixLength"]
     /// `Servers` and `SearchDomains` the server reads; the others are NEDNSSettings' and passed to clients as written.
     static let dnsKeys = ["Servers", "SearchDomains", "MatchDomains", "MatchDomainsNoSearch", "DomainName"]
 
@@ -58,9 +75,6 @@ extension TunnelServerConfiguration {
     /// but one a letter or two from a known key (`IPV4`, `Dns`) is a typo that
     /// would silently drop that whole dictionary.
     private static func rejectNearMissesOfKnownKeys(_ top: ConfigurationDictionary) throws(ConfigurationError) {
-        if top.entries["IPv6"] != nil {
-            throw .inconsistent(.root.appending("IPv6"), detail: "this server leases IPv4 addresses only, so an IPv6 dictionary would reach clients unused; remove it")
-        }
         for key in top.entries.keys.sorted() where !knownTopLevelKeys.contains(key) {
             if let suggestion = closestKey(to: key, among: knownTopLevelKeys) {
                 throw .unknownKey(.root.appending(key), suggestion: suggestion, known: knownTopLevelKeys)
@@ -73,7 +87,7 @@ extension TunnelServerConfiguration {
     /// auto-configuration script pasted into `Proxies`) must fail here, at
     /// startup, rather than on every IP flow.
     private func checkClientConfigurationFitsInAMessage() throws(ConfigurationError) {
-        let largest = configuration(forLease: pool.upperBound)
+        let largest = configuration(forLease: offersIPv4 ? pool.upperBound : nil, ipv6: ipv6Pool?.upperBound)
         let size = BinaryPropertyListWriter.bytes(.dictionary(largest)).readableBytes
         guard size <= Self.maximumClientConfigurationSize else {
             throw .inconsistent(.root, detail: "what clients receive is \(size) bytes once encoded, more than the \(Self.maximumClientConfigurationSize) that fit in one tunnel message; make the keys passed through to clients (Proxies, others) smaller")

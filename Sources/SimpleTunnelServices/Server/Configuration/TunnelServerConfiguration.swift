@@ -7,12 +7,22 @@
 public struct TunnelServerConfiguration: Sendable, Hashable {
     /// Addresses leased to IP flows (`IPv4.Pool`), both ends included.
     public var pool: ClosedRange<IPv4Address>
-    /// False when the file has no `IPv4` (a server for flows only): `pool` is
-    /// then the built-in one, used only if `--tun` asks for an IP layer.
+    /// False when the file has neither `IPv4` nor `IPv6` (a server for flows
+    /// only): `pool` is then the built-in one, used only if `--tun` asks for an IP layer.
     public var poolIsConfigured = true
+    /// False when the file has an `IPv6` dictionary and no `IPv4` one: clients
+    /// then get IPv6 leases only, and `pool` is unused.
+    public var offersIPv4 = true
     /// `IPv4.Routes`, sent with every lease. Nil (no key) means the client
     /// routes everything through the tunnel; an empty list is sent as it is.
     public var routes: [IPv4Network]?
+    /// `IPv6.Pool`: when set, every lease also holds one of these addresses (ours, PROTOCOL.md B7).
+    public var ipv6Pool: ClosedRange<IPv6Address>?
+    /// `IPv6.Routes`, sent with every lease beside the IPv4 ones. Nil means
+    /// the client routes all its IPv6 through the tunnel.
+    public var ipv6Routes: [IPv6Network]?
+    /// Keys sent in every lease's `IPv6` dictionary beside `Address`, `PrefixLength` and `Routes` (`MTU`, set by the server).
+    public var otherIPv6Keys: [String: PropertyListValue] = [:]
     /// Keys of the `IPv4` dictionary other than `Pool` and `Routes`, sent with
     /// every lease untouched. (`Address` and `Netmask` are never kept: the lease sets them.)
     public var otherIPv4Keys: [String: PropertyListValue]
@@ -28,6 +38,8 @@ public struct TunnelServerConfiguration: Sendable, Hashable {
     public init(
         pool: ClosedRange<IPv4Address>,
         routes: [IPv4Network]? = nil,
+        ipv6Pool: ClosedRange<IPv6Address>? = nil,
+        ipv6Routes: [IPv6Network]? = nil,
         otherIPv4Keys: [String: PropertyListValue] = [:],
         dns: DNSSettings? = nil,
         passThroughKeys: [String: PropertyListValue] = [:],
@@ -35,6 +47,8 @@ public struct TunnelServerConfiguration: Sendable, Hashable {
     ) {
         self.pool = pool
         self.routes = routes
+        self.ipv6Pool = ipv6Pool
+        self.ipv6Routes = ipv6Routes
         self.otherIPv4Keys = otherIPv4Keys
         self.dns = dns
         self.passThroughKeys = passThroughKeys

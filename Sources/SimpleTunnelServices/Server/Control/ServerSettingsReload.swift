@@ -46,6 +46,7 @@ public struct ServerSettingsReload: Sendable {
         var configuration = reread.configuration
         configuration.pool = running.configuration.pool
         configuration.poolIsConfigured = running.configuration.poolIsConfigured
+        configuration.ipv6Pool = running.configuration.ipv6Pool
         configuration.server.databaseURL = running.configuration.server.databaseURL
         self.configuration = configuration
         self.applied = applied
@@ -93,6 +94,9 @@ public struct ServerSettingsReload: Sendable {
         Aspect(name: "IPv4 pool", isLive: false) {
             $0.configuration.poolIsConfigured ? "\($0.configuration.pool.lowerBound)-\($0.configuration.pool.upperBound)" : "none"
         },
+        Aspect(name: "IPv6 pool", isLive: false) { launch in
+            launch.configuration.ipv6Pool.map { "\($0.lowerBound)-\($0.upperBound)" } ?? "none"
+        },
         Aspect(name: "server buffer", isLive: false) { "\($0.settings.bufferBudget.limit >> 20) MiB" },
         Aspect(name: "flow sockets", isLive: false) { "\($0.settings.opener.socketBudget.serverLimit)" },
         Aspect(name: "login limits", isLive: false) {
@@ -109,10 +113,12 @@ public struct ServerSettingsReload: Sendable {
             differs: { running, reread in
                 let any = IPv4Address(0, 0, 0, 0)
                 return running.settings.clientConfiguration != reread.settings.clientConfiguration
-                    || running.configuration.configuration(forLease: any) != reread.configuration.configuration(forLease: any)
+                    || running.configuration.configuration(forLease: any, ipv6: nil) != reread.configuration.configuration(forLease: any, ipv6: nil)
+                    || running.configuration.ipv6Routes != reread.configuration.ipv6Routes
             }
         ) { launch in
             "routes \(launch.configuration.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything"), "
+                + (launch.configuration.ipv6Pool == nil ? "" : "IPv6 routes \(launch.configuration.ipv6Routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything"), ")
                 + "DNS \(launch.configuration.dns.map { $0.servers.map(\.description).joined(separator: ", ") } ?? "none")"
         },
         Aspect(name: "max tunnels", isLive: true) { "\($0.settings.maximumTunnels)" },

@@ -6,20 +6,25 @@ import NIOConcurrencyHelpers
 /// address back (see `LeaseBook`), also after a restart when a `LeaseFile` is given.
 public final class AddressPool: Sendable {
     public struct Lease: Sendable, Equatable {
-        public let address: IPv4Address
+        /// Nil when the server offers IPv6 only.
+        public let address: IPv4Address?
+        /// Set when the server offers IPv6 (`IPv6.Pool`).
+        public let ipv6Address: IPv6Address?
         package let holder: LeaseBook.Holder
         /// The older session of the same client that held the address until now.
         package let replaced: LeaseBook.Holder?
 
-        package init(address: IPv4Address, holder: LeaseBook.Holder, replaced: LeaseBook.Holder?) {
+        package init(address: IPv4Address?, ipv6Address: IPv6Address? = nil, holder: LeaseBook.Holder, replaced: LeaseBook.Holder?) {
             self.address = address
+            self.ipv6Address = ipv6Address
             self.holder = holder
             self.replaced = replaced
         }
     }
 
-    public var range: ClosedRange<IPv4Address> { state.withLockedValue { $0.book.range } }
-    private let state: NIOLockedValueBox<(book: LeaseBook, nextHolder: LeaseBook.Holder, generation: UInt64)>
+    public var range: ClosedRange<IPv4Address>? { state.withLockedValue { $0.book.ipv4?.range } }
+    public var ipv6Range: ClosedRange<IPv6Address>? { state.withLockedValue { $0.book.ipv6?.range } }
+    private let state: NIOLockedValueBox<(book: DualStackLeaseBook, nextHolder: LeaseBook.Holder, generation: UInt64)>
     private let file: LeaseFile?
     /// The generation last written: saves run outside `state`'s lock, and an older one never overwrites a newer.
     private let saved = NIOLockedValueBox<UInt64>(0)
@@ -28,9 +33,17 @@ public final class AddressPool: Sendable {
     private let logger: Logger
 
     /// Loads the remembered leases from `file`, if given; fails when it is unreadable.
-    public init(range: ClosedRange<IPv4Address>, file: LeaseFile? = nil, logger: Logger = Logger(label: "tunnel-server")) throws(LeaseFileError) {
-        let remembered = try file?.load() ?? [:]
-        self.state = NIOLockedValueBox((LeaseBook(range: range, remembered: remembered), 1, 0))
+    /// With `ipv6Range`, every lease holds an address of each family; with only `ipv6Range`, IPv6 ones only.
+    public init(
+        range: ClosedRange<IPv4Address>?, ipv6Range: ClosedRange<IPv6Address>? = nil, file: LeaseFile? = nil,
+        logger: Logger = Logger(label: "tunnel-server")
+    ) throws(LeaseFileError) {
+        let remembered = try file?.load() ?? LeaseFile.Leases()
+        let book = DualStackLeaseBook(
+            ipv4: range.map { LeaseBook(range: $0, remembered: remembered.ipv4) },
+            ipv6: ipv6Range.map { AddressLeaseBook(range: $0, remembered: remembered.ipv6) }
+        )
+        self.state = NIOLockedValueBox((book, 1, 0))
         self.file = file
         self.logger = logger
     }
@@ -41,33 +54,35 @@ public final class AddressPool: Sendable {
         let (grant, holder, changed) = state.withLockedValue { state in
             let holder = state.nextHolder
             state.nextHolder += 1
-            let before = state.book.remembered
+            let before = Self.remembered(in: state.book)
             let grant = state.book.lease(for: client, holder: holder)
-            guard state.book.remembered != before else { return (grant, holder, nil as (UInt64, [String: IPv4Address])?) }
+            let after = Self.remembered(in: state.book)
+            guard after != before else { return (grant, holder, nil as (UInt64, LeaseFile.Leases)?) }
             state.generation += 1
-            return (grant, holder, (state.generation, state.book.remembered))
+            return (grant, holder, (state.generation, after))
         }
         if let (generation, remembered) = changed {
             save(remembered, generation: generation)
         }
-        switch grant {
-        case nil: return nil
-        case .fresh(let address): return Lease(address: address, holder: holder, replaced: nil)
-        case .takenOver(let address, let old): return Lease(address: address, holder: holder, replaced: old)
-        }
+        guard let grant else { return nil }
+        return Lease(address: grant.ipv4, ipv6Address: grant.ipv6, holder: holder, replaced: grant.replaced)
+    }
+
+    private static func remembered(in book: DualStackLeaseBook) -> LeaseFile.Leases {
+        LeaseFile.Leases(ipv4: book.ipv4?.remembered ?? [:], ipv6: book.ipv6?.remembered ?? [:])
     }
 
     /// Frees the lease unless a newer session of its client took it over; true when freed.
     @discardableResult
     public func release(_ lease: Lease) -> Bool {
         defer { releases.withLockedValue { $0 += 1 } }
-        return state.withLockedValue { $0.book.release(lease.address, holder: lease.holder) }
+        return state.withLockedValue { $0.book.release(lease.address, ipv6: lease.ipv6Address, holder: lease.holder) }
     }
 
     var releasesRequested: Int { releases.withLockedValue { $0 } }
 
     /// Rare (a client's first lease, or one given away), so written at once and in full.
-    private func save(_ remembered: [String: IPv4Address], generation: UInt64) {
+    private func save(_ remembered: LeaseFile.Leases, generation: UInt64) {
         guard let file else { return }
         saved.withLockedValue { saved in
             guard generation > saved else { return }

@@ -1,12 +1,15 @@
-/// Who holds which tunnel address, and which address each known client had
-/// last: the pool's decisions as a plain value, free of locks and files.
+/// The IPv4 lease book; `Holder` is named through it everywhere.
+package typealias LeaseBook = AddressLeaseBook<IPv4Address>
+
+/// Who holds which tunnel address of one family, and which address each known
+/// client had last: the pool's decisions as a plain value, free of locks and files.
 ///
 /// A client known by its login or certificate subject gets its remembered
 /// address back while it is free, and a new session of a client replaces the
 /// old session holding that address instead of colliding with it. Clients
 /// with no identity get the lowest free address. Addresses remembered for
 /// others are handed out only when nothing else is free.
-package struct LeaseBook: Sendable, Equatable {
+package struct AddressLeaseBook<Address: LeasableAddress>: Sendable, Equatable {
     /// One holding of an address: by one IP flow of one tunnel.
     package typealias Holder = UInt64
 
@@ -17,17 +20,17 @@ package struct LeaseBook: Sendable, Equatable {
 
     enum Grant: Sendable, Equatable {
         /// The address was free.
-        case fresh(IPv4Address)
+        case fresh(Address)
         /// The address was held by an older session of the same client, which must now end.
-        case takenOver(IPv4Address, from: Holder)
+        case takenOver(Address, from: Holder)
     }
 
-    let range: ClosedRange<IPv4Address>
-    private(set) var held: [IPv4Address: Holding] = [:]
+    let range: ClosedRange<Address>
+    private(set) var held: [Address: Holding] = [:]
     /// The address each known client had last; durable (see `LeaseFile`).
-    private(set) var remembered: [String: IPv4Address]
+    private(set) var remembered: [String: Address]
 
-    init(range: ClosedRange<IPv4Address>, remembered: [String: IPv4Address] = [:]) {
+    init(range: ClosedRange<Address>, remembered: [String: Address] = [:]) {
         self.range = range
         // A pool that shrank since the addresses were remembered cannot give them back.
         self.remembered = remembered.filter { range.contains($0.value) }
@@ -59,20 +62,20 @@ package struct LeaseBook: Sendable, Equatable {
 
     /// Frees `address` if `holder` still holds it (a replaced session's late release changes nothing).
     @discardableResult
-    mutating func release(_ address: IPv4Address, holder: Holder) -> Bool {
+    mutating func release(_ address: Address, holder: Holder) -> Bool {
         guard held[address]?.holder == holder else { return false }
         held[address] = nil
         return true
     }
 
-    private func lowestFree(avoidingRemembered: Bool) -> IPv4Address? {
-        guard held.count < range.count else { return nil }
+    private func lowestFree(avoidingRemembered: Bool) -> Address? {
+        guard held.count < Address.count(of: range) else { return nil }
         let reserved = avoidingRemembered ? Set(remembered.values) : []
         var candidate = range.lowerBound
         while true {
             if held[candidate] == nil, !reserved.contains(candidate) { return candidate }
-            guard candidate < range.upperBound else { return nil }
-            candidate = candidate + 1
+            guard candidate < range.upperBound, let next = candidate.successor else { return nil }
+            candidate = next
         }
     }
 }

@@ -3,7 +3,10 @@ import Foundation
 /// The addresses remembered for known clients, kept across restarts of the
 /// server in a small JSON file, rewritten whole (atomically) on each change:
 ///
-///     {"leases": {"login:alice": "10.90.0.2", "subject:CN=phone": "10.90.0.3"}}
+///     {"leases": {"login:alice": "10.90.0.2", "subject:CN=phone": "10.90.0.3"},
+///      "ipv6Leases": {"login:alice": "fd00:90::2"}}
+///
+/// `ipv6Leases` is written only when the server offers IPv6; files without it load as before.
 public struct LeaseFile: Sendable {
     public let path: String
     /// Its name in the server's state directory.
@@ -11,6 +14,13 @@ public struct LeaseFile: Sendable {
 
     private struct Contents: Codable {
         var leases: [String: String]
+        var ipv6Leases: [String: String]?
+    }
+
+    /// The remembered address of each known client, per family.
+    struct Leases: Sendable, Equatable {
+        var ipv4: [String: IPv4Address] = [:]
+        var ipv6: [String: IPv6Address] = [:]
     }
 
     public init(path: String) {
@@ -18,8 +28,8 @@ public struct LeaseFile: Sendable {
     }
 
     /// The remembered leases; empty when the file does not exist yet.
-    func load() throws(LeaseFileError) -> [String: IPv4Address] {
-        guard FileManager.default.fileExists(atPath: path) else { return [:] }
+    func load() throws(LeaseFileError) -> Leases {
+        guard FileManager.default.fileExists(atPath: path) else { return Leases() }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw LeaseFileError("\(path): cannot be read")
         }
@@ -36,13 +46,21 @@ public struct LeaseFile: Sendable {
             }
             leases[client] = address
         }
-        return leases
+        var leases6: [String: IPv6Address] = [:]
+        for (client, text) in contents.ipv6Leases ?? [:] {
+            guard let address = IPv6Address(text) else {
+                throw LeaseFileError("\(path): the IPv6 lease of \(client), \"\(text)\", is not an IPv6 address")
+            }
+            leases6[client] = address
+        }
+        return Leases(ipv4: leases, ipv6: leases6)
     }
 
-    func save(_ leases: [String: IPv4Address]) throws(LeaseFileError) {
+    func save(_ leases: Leases) throws(LeaseFileError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        let contents = Contents(leases: leases.mapValues(\.description))
+        let contents = Contents(
+            leases: leases.ipv4.mapValues(\.description), ipv6Leases: leases.ipv6.isEmpty ? nil : leases.ipv6.mapValues(\.description))
         do {
             let directory = (path as NSString).deletingLastPathComponent
             if !directory.isEmpty {

@@ -34,17 +34,64 @@ struct PacketDestinationFilter: Sendable {
         }
     }
 
+    /// One address rule for IPv6 packets: an IPv6 network (or `*`) and its ports.
+    struct Entry6: Sendable {
+        let network: UInt128
+        let mask: UInt128
+        let ports: [ClosedRange<Int>]?
+
+        /// An IPv6 (or `*`) rule; nil for IPv4 and name rules.
+        init?(_ rule: DestinationRule) {
+            switch rule.target {
+            case .any:
+                network = 0
+                mask = 0
+            case .ipv6(let ipv6):
+                network = ipv6.address.rawValue
+                mask = ipv6.prefixLength == 0 ? 0 : UInt128.max << (128 - ipv6.prefixLength)
+            case .ipv4, .hostName, .subdomains:
+                return nil
+            }
+            ports = rule.ports == .any ? nil : rule.ports.ranges
+        }
+
+        func matches(_ address: UInt128, port: Int?) -> Bool {
+            guard address & mask == network else { return false }
+            guard let ports else { return true }
+            guard let port else { return false }
+            return ports.contains { $0.contains(port) }
+        }
+    }
+
     let denied: [Entry]
     let defaultDenied: [Entry]
     let openers: [Entry]
+    let denied6: [Entry6]
+    let defaultDenied6: [Entry6]
+    let openers6: [Entry6]
 
     init(_ policy: DestinationPolicy) {
         denied = policy.denyRules.compactMap(Entry.init)
         defaultDenied = policy.defaultDenyRules.compactMap(Entry.init)
         openers = policy.allowRules.filter(\.isAddressRule).compactMap(Entry.init)
+        denied6 = policy.denyRules.compactMap(Entry6.init)
+        defaultDenied6 = policy.defaultDenyRules.compactMap(Entry6.init)
+        openers6 = policy.allowRules.filter(\.isAddressRule).compactMap(Entry6.init)
     }
 
-    var isEmpty: Bool { denied.isEmpty && defaultDenied.isEmpty }
+    var isEmpty: Bool { denied.isEmpty && defaultDenied.isEmpty && denied6.isEmpty && defaultDenied6.isEmpty }
+
+    /// Whether a packet to the IPv6 `destination` is refused. An IPv4-mapped
+    /// destination is judged as the IPv4 address it names too, as for flows.
+    func refuses(_ destination: IPv6Address, port: Int?) -> Bool {
+        if let ipv4 = destination.ipv4Mapped, refuses(ipv4, port: port) { return true }
+        let address = destination.rawValue
+        func any(_ entries: [Entry6]) -> Bool {
+            entries.contains { $0.matches(address, port: port) }
+        }
+        if any(denied6) { return true }
+        return any(defaultDenied6) && !any(openers6)
+    }
 
     /// Whether a packet to `destination` (TCP or UDP `port`, else nil) is refused.
     /// 0.0.0.0/8 is judged as 127.0.0.1 too, as for flows.

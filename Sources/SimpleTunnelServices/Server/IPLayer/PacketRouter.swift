@@ -11,7 +11,7 @@ public final class PacketRouter: @unchecked Sendable {
     // @unchecked: `routes` and `drops` are behind locks; `device` is only
     // read from its own reader and written through its thread-safe write.
     private let device: PacketFlow
-    private let routes = NIOLockedValueBox<[IPv4Address: Route]>([:])
+    private let routes = NIOLockedValueBox(Routes())
     private let drops = NIOLockedValueBox(Drops())
     /// Replaced whole by a reload; read once per batch.
     private let currentFilter: NIOLockedValueBox<PacketDestinationFilter>
@@ -20,6 +20,12 @@ public final class PacketRouter: @unchecked Sendable {
     /// Clients choose how many packets they send: a kind of drop is logged at
     /// most once per interval, with the count since the last line.
     static let logInterval = TimeAmount.seconds(10)
+
+    /// Where packets read from the device go, by destination.
+    struct Routes {
+        var ipv4: [IPv4Address: Route] = [:]
+        var ipv6: [IPv6Address: Route] = [:]
+    }
 
     struct Route {
         let holder: LeaseBook.Holder
@@ -30,8 +36,12 @@ public final class PacketRouter: @unchecked Sendable {
     public struct Counters: Sendable, Hashable {
         /// Packets from a client whose source is not its lease (anti-spoofing).
         public var spoofedDropped: UInt64 = 0
-        /// Packets from a client that are not IPv4 (the pool is IPv4 only).
+        /// Packets from a client of a family it has no lease of (IPv6 when the
+        /// server offers IPv4 only, or the reverse), or not IP at all.
         public var nonIPv4Dropped: UInt64 = 0
+        /// IPv6 packets from a client from or to a link-local or multicast
+        /// address (router solicitations, neighbour discovery): they stay on the tunnel's link.
+        public var linkScopedDropped: UInt64 = 0
         /// Packets from a client to a destination the policy refuses.
         public var policyDropped: UInt64 = 0
     }
@@ -85,59 +95,71 @@ public final class PacketRouter: @unchecked Sendable {
         device.close()
     }
 
-    /// Packets for `address` go to `deliver`, called on `eventLoop`; replaces an earlier holder's route.
-    func attach(_ address: IPv4Address, holder: LeaseBook.Holder, eventLoop: EventLoop, deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
-        routes.withLockedValue { $0[address] = Route(holder: holder, eventLoop: eventLoop, deliver: deliver) }
-    }
-
-    /// Removes the route of `address` if `holder` still has it.
-    func detach(_ address: IPv4Address, holder: LeaseBook.Holder) {
+    /// Packets for `address` (and `ipv6`) go to `deliver`, called on `eventLoop`; replaces an earlier holder's route.
+    func attach(
+        _ address: IPv4Address?, ipv6: IPv6Address? = nil, holder: LeaseBook.Holder, eventLoop: EventLoop,
+        deliver: @escaping @Sendable ([TunnelPacket]) -> Void
+    ) {
+        let route = Route(holder: holder, eventLoop: eventLoop, deliver: deliver)
         routes.withLockedValue { routes in
-            if routes[address]?.holder == holder { routes[address] = nil }
+            if let address { routes.ipv4[address] = route }
+            if let ipv6 { routes.ipv6[ipv6] = route }
         }
     }
 
+    /// Removes the routes of `address` (and `ipv6`) if `holder` still has them.
+    func detach(_ address: IPv4Address?, ipv6: IPv6Address? = nil, holder: LeaseBook.Holder) {
+        routes.withLockedValue { routes in
+            if let address, routes.ipv4[address]?.holder == holder { routes.ipv4[address] = nil }
+            if let ipv6, routes.ipv6[ipv6]?.holder == holder { routes.ipv6[ipv6] = nil }
+        }
+    }
+
+    /// What became of a client's packet.
+    private enum Verdict {
+        case allowed, spoofed, otherFamily, linkScoped, refused
+    }
+
     /// Writes a client's packets to the device, dropping (and counting) any
-    /// whose source is not the client's lease or whose destination the policy refuses.
-    func send(_ packets: [TunnelPacket], from lease: IPv4Address) {
+    /// whose source is not the client's lease of its family, or that are
+    /// link-scoped IPv6, or whose destination the policy refuses.
+    func send(_ packets: [TunnelPacket], from lease: IPv4Address?, ipv6 lease6: IPv6Address? = nil) {
         var allowed: [ByteBuffer] = []
         allowed.reserveCapacity(packets.count)
         var spoofed: UInt64 = 0
         var notIPv4: UInt64 = 0
+        var linkScoped: UInt64 = 0
         var refused: UInt64 = 0
         let filter = currentFilter.withLockedValue { $0 }
-        let filtering = !filter.isEmpty
         for packet in packets {
-            guard let addresses = IPv4PacketHeader.addresses(of: packet.bytes) else {
-                // The pool is IPv4: a client's IPv6 (router solicitations from its TUN) has nowhere to go.
-                notIPv4 += 1
-                continue
-            }
-            if addresses.source != lease {
-                spoofed += 1
-            } else if filtering && filter.refuses(addresses.destination, port: IPv4PacketHeader.destinationPort(of: packet.bytes)) {
-                refused += 1
-            } else {
-                allowed.append(packet.bytes)
+            switch verdict(on: packet.bytes, lease: lease, lease6: lease6, filter: filter) {
+            case .allowed: allowed.append(packet.bytes)
+            case .spoofed: spoofed += 1
+            case .otherFamily: notIPv4 += 1
+            case .linkScoped: linkScoped += 1
+            case .refused: refused += 1
             }
         }
         // The lock is shared by every tunnel: taken only when there is something to count.
-        if spoofed > 0 || notIPv4 > 0 || refused > 0 {
+        if spoofed > 0 || notIPv4 > 0 || refused > 0 || linkScoped > 0 {
+            let leases = [lease?.description, lease6?.description].compactMap { $0 }.joined(separator: " and ")
             let now = NIODeadline.now()
             let (spoofedToLog, refusedToLog) = drops.withLockedValue { drops in
                 drops.counters.spoofedDropped += spoofed
                 drops.counters.nonIPv4Dropped += notIPv4
+                drops.counters.linkScopedDropped += linkScoped
                 drops.counters.policyDropped += refused
                 return (drops.spoofed.add(spoofed, now: now), drops.refused.add(refused, now: now))
             }
             metrics?.droppedPackets(.spoofed, count: Int(spoofed))
             metrics?.droppedPackets(.notIPv4, count: Int(notIPv4))
+            metrics?.droppedPackets(.linkScoped, count: Int(linkScoped))
             metrics?.droppedPackets(.policy, count: Int(refused))
             if spoofedToLog > 0 {
-                logger.notice("dropped packets whose source is not the lease", metadata: ["lease": "\(lease)", "count": "\(spoofedToLog)"])
+                logger.notice("dropped packets whose source is not the lease", metadata: ["lease": "\(leases)", "count": "\(spoofedToLog)"])
             }
             if refusedToLog > 0 {
-                logger.notice("dropped packets whose destination the policy refuses", metadata: ["lease": "\(lease)", "count": "\(refusedToLog)"])
+                logger.notice("dropped packets whose destination the policy refuses", metadata: ["lease": "\(leases)", "count": "\(refusedToLog)"])
             }
         }
         if !allowed.isEmpty {
@@ -145,21 +167,55 @@ public final class PacketRouter: @unchecked Sendable {
         }
     }
 
+    private func verdict(on packet: ByteBuffer, lease: IPv4Address?, lease6: IPv6Address?, filter: PacketDestinationFilter) -> Verdict {
+        if let addresses = IPv4PacketHeader.addresses(of: packet) {
+            // Without an IPv4 lease (a server offering IPv6 only) a client's IPv4 has nowhere to go.
+            guard let lease else { return .otherFamily }
+            guard addresses.source == lease else { return .spoofed }
+            if !filter.isEmpty && filter.refuses(addresses.destination, port: IPv4PacketHeader.destinationPort(of: packet)) {
+                return .refused
+            }
+            return .allowed
+        }
+        // Without an IPv6 lease a client's IPv6 (router solicitations from its TUN) has nowhere to go.
+        guard let lease6, let addresses = IPv6PacketHeader.addresses(of: packet) else { return .otherFamily }
+        if IPv6PacketHeader.isLinkScoped(addresses.source) || IPv6PacketHeader.isLinkScoped(addresses.destination) {
+            return .linkScoped
+        }
+        guard addresses.source == lease6 else { return .spoofed }
+        if !filter.isEmpty && filter.refuses(addresses.destination, port: IPv6PacketHeader.destinationPort(of: packet)) {
+            return .refused
+        }
+        return .allowed
+    }
+
     private func route(_ packets: [ByteBuffer]) {
-        var batches: [IPv4Address: [TunnelPacket]] = [:]
+        var batches: [LeaseBook.Holder: (route: Route, packets: [TunnelPacket])] = [:]
         var unroutable: UInt64 = 0
         let table = routes.withLockedValue { $0 }
         for packet in packets {
-            guard let destination = IPv4PacketHeader.addresses(of: packet)?.destination, table[destination] != nil else {
+            let route: Route?
+            let protocolNumber: Int64
+            if let destination = IPv4PacketHeader.addresses(of: packet)?.destination {
+                route = table.ipv4[destination]
+                protocolNumber = TunnelPacket.ProtocolNumber.ipv4
+            } else if let destination = IPv6PacketHeader.addresses(of: packet)?.destination {
+                route = table.ipv6[destination]
+                protocolNumber = TunnelPacket.ProtocolNumber.ipv6
+            } else {
+                route = nil
+                protocolNumber = 0
+            }
+            guard let route else {
                 unroutable += 1
                 continue
             }
-            batches[destination, default: []].append(TunnelPacket(bytes: packet, protocolNumber: TunnelPacket.ProtocolNumber.ipv4))
+            batches[route.holder, default: (route, [])].packets.append(TunnelPacket(bytes: packet, protocolNumber: protocolNumber))
         }
         metrics?.droppedPackets(.unroutable, count: Int(unroutable))
-        for (destination, batch) in batches {
-            guard let route = table[destination] else { continue }
-            route.eventLoop.execute { route.deliver(batch) }
+        for (_, batch) in batches {
+            let (route, packets) = batch
+            route.eventLoop.execute { route.deliver(packets) }
         }
     }
 }

@@ -7,6 +7,8 @@ public struct ServerIPLayerOptions: Sendable {
     public var deviceName = "stun%d"
     /// The server's own address on the device; nil = the address just below the pool.
     public var deviceAddress: IPv4Address?
+    /// The server's own IPv6 address on the device, when the configuration offers IPv6; nil = the address just below its pool.
+    public var deviceIPv6Address: IPv6Address?
     public var mtu = 1400
     /// Where the addresses of known clients are remembered across restarts; nil: in memory only.
     public var leaseFile: LeaseFile?
@@ -50,27 +52,33 @@ extension ServerIPLayer {
         metrics: TunnelServerMetrics? = nil,
         logger: Logger
     ) throws -> ServerIPLayerHandle {
-        let pool = configuration.pool
-        guard let address = options.deviceAddress ?? defaultDeviceAddress(for: pool) else {
-            throw ServerIPLayerError("the pool \(pool.lowerBound)-\(pool.upperBound) leaves no address below it for the server; give --tun-address")
-        }
-        guard !pool.contains(address) else {
-            throw ServerIPLayerError("the server's tunnel address \(address) is inside the pool \(pool.lowerBound)-\(pool.upperBound)")
+        let pool = configuration.offersIPv4 ? configuration.pool : nil
+        let address = try pool.map { pool throws(ServerIPLayerError) in try ipv4DeviceAddress(for: pool, options: options) }
+        let address6 = try configuration.ipv6Pool.map { pool6 throws(ServerIPLayerError) in
+            try ipv6DeviceAddress(for: pool6, options: options)
         }
         // The lease file first: a bad one stops the server before anything is changed.
         let addressPool: any AddressLeasing =
             if let database = options.database {
-                database.addressLeasing(range: pool)
+                database.addressLeasing(range: pool, ipv6Range: configuration.ipv6Pool)
             } else {
-                try AddressPool(range: pool, file: options.leaseFile, logger: logger)
+                try AddressPool(range: pool, ipv6Range: configuration.ipv6Pool, file: options.leaseFile, logger: logger)
             }
         let device = try TUNDevice.open(name: options.deviceName, logger: logger)
         let network = LinuxNetworkConfigurator(logger: logger)
         do {
             try network.setLinkUp(device: device.name, mtu: options.mtu)
-            try network.addAddress(address, prefixLength: 32, device: device.name)
-            for prefix in IPv4Network.covering(pool) {
-                try network.addRoute(prefix, device: device.name)
+            if let address, let pool {
+                try network.addAddress(address, prefixLength: 32, device: device.name)
+                for prefix in IPv4Network.covering(pool) {
+                    try network.addRoute(prefix, device: device.name)
+                }
+            }
+            if let address6, let pool6 = configuration.ipv6Pool {
+                try network.addAddress(address6, prefixLength: 128, device: device.name)
+                for prefix in IPv6Network.covering(pool6) {
+                    try network.addRoute(prefix, device: device.name)
+                }
             }
         } catch {
             try? network.undoAll()
@@ -81,7 +89,7 @@ extension ServerIPLayer {
         router.start(on: eventLoop)
         let layer = ServerIPLayer(pool: addressPool, router: router, configuration: configuration, metrics: metrics)
         logger.notice(
-            "IP layer on \(device.name): server \(address), pool \(pool.lowerBound)-\(pool.upperBound), MTU \(options.mtu)",
+            "IP layer on \(device.name): \(Self.describe(server: address, pool: pool, server6: address6, pool6: configuration.ipv6Pool)), MTU \(options.mtu)",
             metadata: [
                 "leases": "\(options.database.map { "\($0)" } ?? options.leaseFile?.path ?? "in memory")",
                 // What every client is told to send through the tunnel: the line an operator checks first.
@@ -89,6 +97,48 @@ extension ServerIPLayer {
             ]
         )
         return ServerIPLayerHandle(layer: layer, network: network)
+    }
+
+    /// `server 10.90.0.1, pool 10.90.0.2-10.90.0.254`, then `IPv6 server …, IPv6 pool …` when offered.
+    private static func describe(server: IPv4Address?, pool: ClosedRange<IPv4Address>?, server6: IPv6Address?, pool6: ClosedRange<IPv6Address>?) -> String {
+        var parts: [String] = []
+        if let server, let pool { parts.append("server \(server), pool \(pool.lowerBound)-\(pool.upperBound)") }
+        if let server6, let pool6 { parts.append("IPv6 server \(server6), IPv6 pool \(pool6.lowerBound)-\(pool6.upperBound)") }
+        return parts.joined(separator: ", ")
+    }
+
+    /// The server's own IPv4 address: `--tun-address`, or the one just below the pool.
+    static func ipv4DeviceAddress(for pool: ClosedRange<IPv4Address>, options: ServerIPLayerOptions) throws(ServerIPLayerError) -> IPv4Address {
+        guard let address = options.deviceAddress ?? defaultDeviceAddress(for: pool) else {
+            throw ServerIPLayerError("the pool \(pool.lowerBound)-\(pool.upperBound) leaves no address below it for the server; give --tun-address")
+        }
+        guard !pool.contains(address) else {
+            throw ServerIPLayerError("the server's tunnel address \(address) is inside the pool \(pool.lowerBound)-\(pool.upperBound)")
+        }
+        return address
+    }
+
+    /// IPv6 needs links of at least this MTU (RFC 8200); the kernel turns IPv6 off on a smaller one.
+    static let minimumIPv6MTU = 1280
+
+    /// Checks what offering IPv6 needs and returns the server's own IPv6 address.
+    static func ipv6DeviceAddress(for pool: ClosedRange<IPv6Address>, options: ServerIPLayerOptions) throws(ServerIPLayerError) -> IPv6Address {
+        guard options.mtu >= minimumIPv6MTU else {
+            throw ServerIPLayerError("the configuration offers IPv6, which needs an MTU of at least \(minimumIPv6MTU), not \(options.mtu); raise --mtu")
+        }
+        guard let address = options.deviceIPv6Address ?? defaultDeviceAddress(for: pool) else {
+            throw ServerIPLayerError("the IPv6 pool \(pool.lowerBound)-\(pool.upperBound) leaves no address below it for the server; start it one address higher")
+        }
+        guard !pool.contains(address) else {
+            throw ServerIPLayerError("the server's IPv6 tunnel address \(address) is inside the pool \(pool.lowerBound)-\(pool.upperBound)")
+        }
+        return address
+    }
+
+    /// The address just below the IPv6 pool, unless that is a subnet-router anycast address (interface identifier 0).
+    static func defaultDeviceAddress(for pool: ClosedRange<IPv6Address>) -> IPv6Address? {
+        guard pool.lowerBound.rawValue & 0xFFFF_FFFF_FFFF_FFFF > 1 else { return nil }
+        return IPv6Address(rawValue: pool.lowerBound.rawValue - 1)
     }
 
     /// The address just below the pool, unless that is a network address (x.x.x.0).

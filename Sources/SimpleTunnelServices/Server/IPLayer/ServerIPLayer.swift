@@ -41,7 +41,7 @@ public final class ServerIPLayer: Sendable {
             case .failure(let error):
                 completion(.failure(FlowOpenFailure(.internalError, "no address can be leased now: \(error)")))
             case .success(nil):
-                completion(.failure(FlowOpenFailure(.refused, "the address pool \(pool.range.lowerBound)-\(pool.range.upperBound) is exhausted")))
+                completion(.failure(FlowOpenFailure(.refused, "the address pool \(pool.poolDescription) is exhausted")))
             case .success(let lease?):
                 if let replaced = lease.replaced {
                     logger.notice("a new session of \(client ?? "the client") takes over \(lease.address); ending the old one")
@@ -50,14 +50,15 @@ public final class ServerIPLayer: Sendable {
                     metrics?.leases.increment()
                 }
                 // Who has which address: the line an operator looks for when a packet's source must be named.
-                logger.notice("leased \(lease.address)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
+                logger.notice("leased \(lease.addressesDescription)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
                 let endpoint = ServerIPFlowEndpoint(
                     identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer)
                 if let peer {
-                    peer.leased(lease.address)
+                    peer.leased(lease.addressesDescription)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
-                completion(.success(OpenedFlow(endpoint: endpoint, configuration: currentConfiguration.withLockedValue { $0 }.configuration(forLease: lease.address))))
+                let answer = currentConfiguration.withLockedValue { $0 }.configuration(forLease: lease.address, ipv6: lease.ipv6Address)
+                completion(.success(OpenedFlow(endpoint: endpoint, configuration: answer)))
             }
         }
     }
@@ -70,7 +71,7 @@ public final class ServerIPLayer: Sendable {
     /// Frees a lease its flow no longer needs (unless a newer session took it over).
     func release(_ lease: AddressPool.Lease) {
         holders.withLockedValue { _ = $0.removeValue(forKey: lease.holder) }
-        router.detach(lease.address, holder: lease.holder)
+        router.detach(lease.address, ipv6: lease.ipv6Address, holder: lease.holder)
         if pool.release(lease) {
             metrics?.leases.decrement()
         }
@@ -102,7 +103,7 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
         self.client = client
         // Until close() detaches it (or a newer session of the client takes the address), the router holds this endpoint.
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        layer.router.attach(lease.address, holder: lease.holder, eventLoop: eventLoop) { packets in
+        layer.router.attach(lease.address, ipv6: lease.ipv6Address, holder: lease.holder, eventLoop: eventLoop) { packets in
             bound.value.deliver(packets)
         }
     }
@@ -115,7 +116,7 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
 
     func writePackets(_ packets: [TunnelPacket]) {
         guard attached else { return }
-        layer.router.send(packets, from: lease.address)
+        layer.router.send(packets, from: lease.address, ipv6: lease.ipv6Address)
     }
 
     func close() {
@@ -123,7 +124,7 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
         attached = false
         peer?.leased(nil)
         layer.release(lease)
-        logger.notice("released \(lease.address)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
+        logger.notice("released \(lease.addressesDescription)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
     }
 
     // An IP flow carries packets only.

@@ -22,6 +22,8 @@ public struct TunnelServerMetrics: Sendable {
         case spoofed, notIPv4 = "not_ipv4", unroutable, congested
         /// A client's packet to a destination the policy refuses.
         case policy
+        /// A client's IPv6 packet from or to a link-local or multicast address.
+        case linkScoped = "link_scoped"
     }
 
     public init(factory: MetricsFactory = MetricsSystem.factory) {

@@ -281,9 +281,4 @@ struct TunnelServerConfigurationTests {
         let error = Self.error([key: .dictionary([:])])
         #expect(error?.description.contains("\(key): unknown key (did you mean \(meant)?)") == true, "\(String(describing: error))")
     }
-
-    @Test func anIPv6DictionaryIsRefusedRatherThanPassedOnUnused() {
-        let error = Self.error(["IPv6": .dictionary(["Pool": .dictionary([:])])])
-        #expect(error?.description.contains("IPv6: this server leases IPv4 addresses only") == true, "\(String(describing: error))")
-    }
 }

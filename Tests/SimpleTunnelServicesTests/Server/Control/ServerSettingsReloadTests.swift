@@ -81,7 +81,7 @@ struct ServerSettingsReloadTests {
     @Test func everyAspectIsNamedOnceAndTheListenerNeverChangesLive() {
         let names = ServerSettingsReload.aspects.map(\.name)
         #expect(Set(names).count == names.count)
-        for name in ["listen address", "listen port", "TLS", "database", "IPv4 pool"] {
+        for name in ["listen address", "listen port", "TLS", "database", "IPv4 pool", "IPv6 pool"] {
             #expect(ServerSettingsReload.aspects.first { $0.name == name }?.isLive == false, "\(name)")
         }
     }

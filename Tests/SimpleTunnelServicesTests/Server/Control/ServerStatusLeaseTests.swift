@@ -28,4 +28,22 @@ struct ServerStatusLeaseTests {
         await peer.close()
         await fixture.stop()
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aDualStackTunnelShowsBothAddressesOfItsLease() async throws {
+        let pool6 = try #require(IPv6Address("fd00:90::2"))...(try #require(IPv6Address("fd00:90::ff")))
+        let (fixture, _, _) = try await IPLayerTests.start(ipv6Pool: pool6)
+        let peer = try await fixture.peer()
+        try await peer.send(.open(identifier: 1, request: .ip))
+        guard case .openResult(1, .success, let configuration?, _)? = await peer.next() else {
+            Issue.record("no successful open result")
+            return
+        }
+        #expect(configuration["IPv6"]?.dictionaryValue?["Address"] == .string("fd00:90::2"))
+        let status = await fixture.server.status()
+        #expect(status.tunnels.first?.leasedAddress == "10.90.0.2 and fd00:90::2")
+        #expect(status.text.contains("lease 10.90.0.2 and fd00:90::2"), "\(status.text)")
+        await peer.close()
+        await fixture.stop()
+    }
 }

@@ -1,0 +1,227 @@
+import Foundation
+import NIOPosix
+import Testing
+@testable import SimpleTunnelServices
+
+/// A dual-stack VPN in network namespaces the test creates, the tunnel itself over IPv6:
+///
+///     client ns ── fd00:11::2 ═ fd00:11::1 ── server ns ── fd00:2::1 ═ fd00:2::2 ── destination ns
+///                  198.18.11.2   198.18.11.1               198.18.2.1   198.18.2.2
+///     tunnel pools 10.90.0.2-10.90.0.3 and fd00:90::2-fd00:90::3
+final class DualStackVPNLab {
+    let lab = NetworkNamespaceLab()
+    let pki: TestPKI
+    let server: String
+    let destination: String
+    let directory: String
+    private(set) var serverProcess: ExternalProcess?
+
+    init() throws {
+        pki = try TestPKI()
+        directory = NSTemporaryDirectory() + "dual-stack-lab-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        server = try lab.makeNamespace()
+        destination = try lab.makeNamespace()
+        try lab.addVethPair((server, "to-dst", "198.18.2.1/24"), (destination, "to-srv", "198.18.2.2/24"))
+        try addIPv6(server, "to-dst", "fd00:2::1/64")
+        try addIPv6(destination, "to-srv", "fd00:2::2/64")
+        try lab.run(in: destination, ["ip", "route", "add", "10.90.0.0/24", "via", "198.18.2.1"])
+        try lab.run(in: destination, ["ip", "-6", "route", "add", "fd00:90::/64", "via", "fd00:2::1"])
+        try lab.enableForwarding(in: server)
+        try lab.run(in: server, ["sysctl", "-w", "net.ipv6.conf.all.forwarding=1"])
+    }
+
+    /// Usable at once: no duplicate address detection on a link the lab alone made.
+    private func addIPv6(_ namespace: String, _ device: String, _ address: String) throws {
+        try lab.run(in: namespace, ["ip", "-6", "address", "add", address, "dev", device, "nodad"])
+    }
+
+    /// A client namespace linked to the server namespace with both families.
+    func clientNamespace(_ index: Int) throws -> String {
+        let namespace = try lab.makeNamespace()
+        try lab.addVethPair((namespace, "uplink", "198.18.\(10 + index).2/24"), (server, "cl\(index)", "198.18.\(10 + index).1/24"))
+        try addIPv6(namespace, "uplink", "fd00:\(10 + index)::2/64")
+        try addIPv6(server, "cl\(index)", "fd00:\(10 + index)::1/64")
+        return namespace
+    }
+
+    /// - Parameters:
+    ///   - pushRoutes: with, clients route only the destination networks; without, everything.
+    ///   - ipv4: false leaves the IPv4 dictionary out: a server offering IPv6 alone.
+    func startServer(pushRoutes: Bool = true, ipv4: Bool = true) async throws {
+        let routes4 = pushRoutes
+            ? "<key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>"
+            : ""
+        let routes6 = pushRoutes
+            ? "<key>Routes</key><array><dict><key>Address</key><string>fd00:2::</string><key>PrefixLength</key><integer>64</integer></dict></array>"
+            : ""
+        let ipv4Dictionary = ipv4
+            ? "<key>IPv4</key><dict><key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>\(routes4)</dict>"
+            : ""
+        let configuration = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict>
+              \(ipv4Dictionary)
+              <key>IPv6</key><dict>
+                <key>Pool</key><dict><key>StartAddress</key><string>fd00:90::2</string><key>EndAddress</key><string>fd00:90::3</string></dict>
+                \(routes6)
+              </dict>
+              <key>DNS</key><dict><key>Servers</key><array/></dict>
+            </dict></plist>
+            """
+        let path = directory + "/server.plist"
+        try Data(configuration.utf8).write(to: URL(fileURLWithPath: path))
+        let process = try lab.start(in: server, [
+            BuiltPrograms.tunnelServer, "--host", "::", "--port", "4433", "--config", path,
+            "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"), "--client-ca", pki.caFile,
+            "--tun", "stun0", "--mtu", "1300", "--log-level", "debug", "--state-directory", directory + "/server-state",
+        ])
+        serverProcess = process
+        let output = await process.waitForOutput(containing: "IP layer on", timeout: 20)
+        try #require(output != nil, "the server did not bring its IP layer up:\n\(process.outputSoFar)")
+        _ = await process.waitForOutput(containing: "listening on [::]:4433", timeout: 20)
+    }
+
+    func stopServer() async {
+        serverProcess?.terminate()
+        _ = await serverProcess?.finish(timeout: 20)
+        serverProcess = nil
+    }
+
+    /// Starts `tunnel-client ip` in `namespace` against the server's IPv6 address on that link.
+    func startClient(
+        in namespace: String, index: Int, device: String, expectUp: Bool = true, arguments: [String] = []
+    ) async throws -> ExternalProcess {
+        let identity = try pki.issueClient("client-\(device)")
+        let process = try lab.start(in: namespace, [
+            BuiltPrograms.tunnelClient, "ip", "--server", "[fd00:\(10 + index)::1]:4433", "--ca", pki.caFile,
+            "--cert", pki.certificatePath(identity), "--key", pki.keyPath(identity), "--server-name", "localhost",
+            "--tun", device, "--log-level", "info", "--control", controlPath(device),
+        ] + arguments)
+        guard expectUp else { return process }
+        let output = await process.waitForOutput(containing: "IP tunnel up", timeout: 20)
+        #expect(output != nil, "the client did not come up:\n\(process.outputSoFar)\nserver:\n\(serverProcess?.outputSoFar ?? "")")
+        return process
+    }
+
+    func controlPath(_ device: String) -> String { directory + "/control-\(device).sock" }
+
+    func cleanup() {
+        lab.cleanup()
+        pki.remove()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+@Suite("Dual-stack IP tunnel in network namespaces", .serialized, .timeLimit(.minutes(3)))
+struct DualStackNamespaceTests {
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func aFullTunnelOverIPv6CarriesPingAndTCPOfBothFamiliesAndDropsSpoofedAndRefusedIPv6() async throws {
+        let vpn = try DualStackVPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer(pushRoutes: false)
+        let client = try vpn.clientNamespace(1)
+        let process = try await vpn.startClient(in: client, index: 1, device: "stun1")
+
+        let addresses = try vpn.lab.run(in: client, ["ip", "addr", "show", "dev", "stun1"]).standardOutput
+        #expect(addresses.contains("10.90.0.2/32") && addresses.contains("fd00:90::2/128"), "\(addresses)")
+        // All IPv6 goes through the tunnel, not into a blackhole, except the way to the server itself.
+        let routes6 = try vpn.lab.run(in: client, ["ip", "-6", "route", "show", "table", "all"]).standardOutput
+        #expect(routes6.contains("::/1 dev stun1") && routes6.contains("8000::/1 dev stun1"), "\(routes6)")
+        #expect(!routes6.contains("blackhole"), "\(routes6)")
+        #expect(routes6.contains("fd00:11::1 dev uplink"), "\(routes6)")
+
+        for (family, target) in [("-4", "198.18.2.2"), ("-6", "fd00:2::2")] {
+            let ping = try vpn.lab.run(in: client, ["ping", family, "-c", "3", "-i", "0.2", "-W", "2", target], check: false)
+            #expect(ping.status == 0, "ping \(family) failed: \(ping.standardOutput)\(ping.standardError)\n\(process.outputSoFar)")
+        }
+
+        // TCP over IPv6 with a checksum, from a web server in the destination namespace.
+        let content = vpn.directory + "/web"
+        try FileManager.default.createDirectory(atPath: content, withIntermediateDirectories: true)
+        try Data((0..<(2 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }).write(to: URL(fileURLWithPath: content + "/blob"))
+        let web = try vpn.lab.start(in: vpn.destination, ["python3", "-u", "-m", "http.server", "8080", "--bind", "fd00:2::2", "--directory", content])
+        _ = await web.waitForOutput(containing: "Serving", timeout: 10)
+        let sums = try vpn.lab.run(
+            in: client, ["sh", "-c", "curl -s --max-time 30 'http://[fd00:2::2]:8080/blob' | sha256sum"], timeout: .seconds(40)
+        ).standardOutput
+        let expected = try vpn.lab.runner.runChecked(["sha256sum", content + "/blob"]).standardOutput
+        #expect(sums.prefix(64) == expected.prefix(64), "\(sums)")
+
+        // A server listening publicly refuses the cloud metadata service's IPv6 address to packets too.
+        let metadata = try vpn.lab.run(in: client, ["ping", "-6", "-c", "1", "-W", "1", "fd00:ec2::254"], check: false)
+        #expect(metadata.status != 0)
+        let refusedLog = await vpn.serverProcess?.waitForOutput(containing: "whose destination the policy refuses", timeout: 10)
+        #expect(refusedLog != nil, "the server did not report the refused IPv6 destination:\n\(vpn.serverProcess?.outputSoFar ?? "")")
+
+        // An IPv6 source that is not the lease is dropped by the server and counted in its log.
+        try vpn.lab.run(in: client, ["ip", "-6", "addr", "add", "fd00:90::99/128", "dev", "stun1", "nodad"])
+        let spoofed = try vpn.lab.run(in: client, ["ping", "-6", "-c", "2", "-W", "1", "-I", "fd00:90::99", "fd00:2::2"], check: false)
+        #expect(spoofed.status != 0)
+        let serverLog = await vpn.serverProcess?.waitForOutput(containing: "whose source is not the lease", timeout: 10)
+        #expect(serverLog != nil, "the server did not report spoofed packets:\n\(vpn.serverProcess?.outputSoFar ?? "")")
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func bothLeasesSurviveAServerRestart() async throws {
+        let vpn = try DualStackVPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer()
+        let other = try vpn.clientNamespace(1)
+        let mine = try vpn.clientNamespace(2)
+        let first = try await vpn.startClient(in: other, index: 1, device: "stun1")
+        let client = try await vpn.startClient(in: mine, index: 2, device: "stun2")
+        let routes6 = try vpn.lab.run(in: mine, ["ip", "-6", "route"]).standardOutput
+        #expect(routes6.contains("fd00:2::/64 dev stun2"), "\(routes6)")
+        let status = await ClientHintsTests.status(at: vpn.controlPath("stun2"))
+        #expect(status?.lease == "10.90.0.3/32, fd00:90::3/128 on stun2", "\(String(describing: status))")
+
+        // The other client leaves, so the lowest addresses are free; the server restarts with its lease file.
+        first.terminate()
+        try await Task.sleep(for: .milliseconds(500))
+        await vpn.stopServer()
+        try await vpn.startServer()
+        let back = await client.waitForOutput(containing: "IP tunnel back", timeout: 30)
+        #expect(back != nil, "\(client.outputSoFar)")
+        #expect(client.outputSoFar.contains("with the same addresses 10.90.0.3/32, fd00:90::3/128"), "\(client.outputSoFar)")
+        let ping = try vpn.lab.run(in: mine, ["ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", "fd00:2::2"], check: false)
+        #expect(ping.status == 0, "ping -6 after the restart failed: \(ping.standardOutput)\n\(client.outputSoFar)")
+        let leases = try String(contentsOfFile: vpn.directory + "/server-state/leases.json", encoding: .utf8)
+        #expect(leases.contains("ipv6Leases") && leases.contains("fd00:90::3"), "\(leases)")
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func anIPv6OnlyServerLeasesIPv6AloneAndTheClientBlackholesIPv4() async throws {
+        let vpn = try DualStackVPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer(pushRoutes: false, ipv4: false)
+        #expect(vpn.serverProcess?.outputSoFar.contains("IPv6 server fd00:90::1, IPv6 pool fd00:90::2-fd00:90::3") == true,
+                "\(vpn.serverProcess?.outputSoFar ?? "")")
+        let client = try vpn.clientNamespace(1)
+        let process = try await vpn.startClient(in: client, index: 1, device: "stun1")
+        let status = await ClientHintsTests.status(at: vpn.controlPath("stun1"))
+        #expect(status?.lease == "fd00:90::2/128 on stun1", "\(String(describing: status))")
+        let addresses4 = try vpn.lab.run(in: client, ["ip", "-4", "addr", "show", "dev", "stun1"]).standardOutput
+        #expect(addresses4.isEmpty, "\(addresses4)")
+        // IPv4 cannot leak around an IPv6-only tunnel; IPv6 goes through it.
+        let routes4 = try vpn.lab.run(in: client, ["ip", "-4", "route"]).standardOutput
+        #expect(routes4.contains("blackhole 0.0.0.0/1") && routes4.contains("blackhole 128.0.0.0/1"), "\(routes4)")
+        let ping = try vpn.lab.run(in: client, ["ping", "-6", "-c", "2", "-i", "0.2", "-W", "2", "fd00:2::2"], check: false)
+        #expect(ping.status == 0, "ping -6 failed: \(ping.standardOutput)\(ping.standardError)\n\(process.outputSoFar)")
+        // The client's link keeps the server's MTU, pushed in the IPv6 dictionary.
+        let link = try vpn.lab.run(in: client, ["ip", "link", "show", "dev", "stun1"]).standardOutput
+        #expect(link.contains("mtu 1300"), "\(link)")
+        // Stopped through its control socket, the client removes what it added.
+        _ = try await ControlClient.request("stop", path: vpn.controlPath("stun1"), group: MultiThreadedEventLoopGroup.singleton)
+        let finished = await process.finish(timeout: 20)
+        #expect(finished.status == 0 && !finished.output.contains("could not undo"), "\(finished.output)")
+        let after = try vpn.lab.run(in: client, ["ip", "-4", "route"]).standardOutput
+        #expect(!after.contains("blackhole"), "\(after)\n\(finished.output)")
+
+        // A tunnel MTU IPv6 cannot use is refused with what to change.
+        let small = try await vpn.startClient(in: client, index: 1, device: "stun1", expectUp: false, arguments: ["--mtu", "1200"])
+        let refused = await small.finish(timeout: 20)
+        #expect(refused.status != 0)
+        #expect(refused.output.contains("needs an MTU of at least 1280, not 1200; raise --mtu"), "\(refused.output)")
+    }
+}
