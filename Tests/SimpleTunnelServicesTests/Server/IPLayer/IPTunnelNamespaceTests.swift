@@ -293,7 +293,7 @@ struct IPTunnelNamespaceTests {
 
         // The other client leaves, so the lowest address is free; then the server dies.
         first.terminate()
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(await vpn.serverProcess?.waitForOutput(containing: "released 10.90.0.2", timeout: 20) != nil, "the first client's lease was not released")
         await vpn.stopServer()
         let reasserting = await waitForState(.reasserting, control: control, seen: &seen)
         #expect(reasserting != nil, "the client did not notice:\n\(client.outputSoFar)")
@@ -324,9 +324,18 @@ struct IPTunnelNamespaceTests {
 
         // From here on, every route change in the client's namespace is recorded.
         let monitor = try vpn.lab.start(in: mine, ["ip", "monitor", "route"])
-        try await Task.sleep(for: .milliseconds(300))
+        // Recording once it reports a marker route added after it started (an unreachable route, which the checks below ignore).
+        var recording = false
+        for _ in 0..<100 where !recording {
+            // Removed and added again each time: the kernel reports a change, not a route replaced by itself.
+            _ = try vpn.lab.run(in: mine, ["ip", "route", "del", "unreachable", "198.51.100.77/32"], check: false)
+            _ = try vpn.lab.run(in: mine, ["ip", "route", "add", "unreachable", "198.51.100.77/32"], check: false)
+            recording = await monitor.waitForOutput(containing: "198.51.100.77", timeout: 0.2) != nil
+        }
+        try #require(recording, "ip monitor never reported the marker route")
+        _ = try vpn.lab.run(in: mine, ["ip", "route", "del", "unreachable", "198.51.100.77/32"], check: false)
         first.terminate()
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(await vpn.serverProcess?.waitForOutput(containing: "released 10.90.0.2", timeout: 20) != nil, "the first client's lease was not released")
         await vpn.stopServer()
         #expect(await waitForState(.reasserting, control: control, seen: &seen) != nil, "the client did not notice:\n\(client.outputSoFar)")
         // The server comes back without its leases: the lowest address, not ours, is what it gives.
