@@ -20,7 +20,7 @@ public final class DatabaseAddressPool: AddressLeasing {
     /// This server's sessions: their holder (a random 63-bit number) and the client key their database rows name.
     let held = NIOLockedValueBox<[LeaseBook.Holder: String]>([:])
     /// Takeover notices the sessions table contradicts: anyone who can connect may send one.
-    let forgedNoticeLog = NIOLockedValueBox(LogRateLimiter(interval: .seconds(60)))
+    let forgedNoticeLog = NIOLockedValueBox(LineRateLimiter(interval: .seconds(60)))
 
     /// Leases an address of each family given.
     public init(range: ClosedRange<IPv4Address>?, ipv6Range: ClosedRange<IPv6Address>? = nil, database: TunnelDatabase) {

@@ -17,7 +17,7 @@ extension TunnelDatabase {
 
     /// Keeps one connection LISTENing on `channel`, handing each notice's payload to `notice`.
     func listen(on channel: String, for what: String, marksListening: Bool = false, _ notice: @escaping @Sendable (String) -> Void) async {
-        var failures = LogRateLimiter(interval: .seconds(60))
+        var failures = LineRateLimiter(interval: .seconds(60))
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in

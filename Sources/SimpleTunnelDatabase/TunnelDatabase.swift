@@ -20,7 +20,7 @@ public final class TunnelDatabase: Sendable {
     /// Kept for the first connection's check (`checkCredentials`); the pool has its own copy.
     private let password: String?
     private enum FailureLog: Hashable { case outage, clientValue, refusal }
-    private let failureLogs = NIOLockedValueBox<[FailureLog: LogRateLimiter]>([:])
+    private let failureLogs = NIOLockedValueBox<[FailureLog: LineRateLimiter]>([:])
     /// Told the session number when a notice says another server took over a session of this one (a hint: see `DatabaseSessionTakeover`).
     let sessionEndHandlers = NIOLockedValueBox<[@Sendable (UInt64) -> Void]>([])
     /// Told a login the database no longer has (see `DatabaseLoginRemoval`).
@@ -131,7 +131,7 @@ public final class TunnelDatabase: Sendable {
         case .invalidValue: kind = .clientValue
         case .refused, .malformed: kind = .refusal
         }
-        guard let unlogged = failureLogs.withLockedValue({ $0[kind, default: LogRateLimiter(interval: .seconds(10))].admit() }) else { return }
+        guard let unlogged = failureLogs.withLockedValue({ $0[kind, default: LineRateLimiter(interval: .seconds(10))].admit() }) else { return }
         let metadata: Logger.Metadata = ["reason": "\(error)", "database": "\(location)", "unlogged": "\(unlogged)"]
         switch kind {
         case .outage: logger.warning("database outage: \(what) failed", metadata: metadata)

@@ -17,7 +17,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
     private let socketAccount: FlowSocketAccount?
     private let logger: Logger
     /// Drops happen per datagram, as fast as a peer sends them.
-    private var dropLog = LogRateLimiter()
+    private var dropLog = LineRateLimiter()
 
     private var sockets: [AddressFamily: DatagramSocket] = [:]
     private var names = DatagramNameTable()

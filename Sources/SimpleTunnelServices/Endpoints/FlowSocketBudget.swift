@@ -15,7 +15,7 @@ public final class FlowSocketBudget: Sendable {
 
     private struct State {
         var inUse = 0
-        var refusalLog = LogRateLimiter()
+        var refusalLog = LineRateLimiter()
     }
 
     public init(serverLimit: Int, tunnelShare: Int) {

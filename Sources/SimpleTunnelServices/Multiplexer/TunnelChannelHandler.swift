@@ -12,14 +12,12 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
 
     private let makeRole: () -> TunnelMultiplexer.Role
     private let limits: TunnelMultiplexer.Limits
-    private let firstMessageTimeout: TimeAmount?
     private var liveness: LivenessMonitor
     private let metrics: (any TunnelMultiplexerMetrics)?
     private let serverBudget: ServerBufferBudget?
     private var livenessCheck: Scheduled<Void>?
     private var logger: Logger
     private var context: ChannelHandlerContext?
-    private var firstMessageTimer: Scheduled<Void>?
     private var receivedAny = false
     private var onActive: ((TunnelMultiplexer) -> Void)?
     private var closeReason: String?
@@ -33,13 +31,10 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     public var roundTrip: TimeAmount? { liveness.roundTrip }
 
     /// - Parameters:
-    ///   - firstMessageTimeout: how long a peer may take to send its first
-    ///     message (server side; PROTOCOL.md B5), counted from when the handler is added.
     ///   - onActive: called once the multiplexer exists and the tunnel is active.
     public init(
         role: @escaping () -> TunnelMultiplexer.Role,
         limits: TunnelMultiplexer.Limits = .init(),
-        firstMessageTimeout: TimeAmount? = nil,
         liveness: LivenessMonitor.Policy = .init(),
         metrics: (any TunnelMultiplexerMetrics)? = nil,
         serverBudget: ServerBufferBudget? = nil,
@@ -48,7 +43,6 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     ) {
         self.makeRole = role
         self.limits = limits
-        self.firstMessageTimeout = firstMessageTimeout
         self.liveness = LivenessMonitor(policy: liveness, now: .now())
         self.metrics = metrics
         self.serverBudget = serverBudget
@@ -74,18 +68,12 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         self.context = context
         let multiplexer = TunnelMultiplexer(role: makeRole(), output: self, eventLoop: context.eventLoop, limits: limits, metrics: metrics, serverBudget: serverBudget, logger: logger)
         self.multiplexer = multiplexer
-        if let firstMessageTimeout {
-            firstMessageTimer = context.eventLoop.assumeIsolated().scheduleTask(in: firstMessageTimeout) { [weak self] in
-                self?.closeTunnel(reason: "no message within \(firstMessageTimeout) of connecting")
-            }
-        }
         if context.channel.isActive {
             becameActive()
         }
     }
 
     public func handlerRemoved(context: ChannelHandlerContext) {
-        firstMessageTimer?.cancel()
         livenessCheck?.cancel()
         multiplexer?.tunnelClosed()
         self.context = nil
@@ -132,8 +120,6 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         if let authenticated = event as? any TunnelLoginEvent {
             // A login is a first message; every later line names who logged in.
             receivedAny = true
-            firstMessageTimer?.cancel()
-            firstMessageTimer = nil
             logger[metadataKey: "login"] = "\(PeerText.quoted(authenticated.login))"
             multiplexer?.logger = logger
         }
@@ -150,11 +136,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if !receivedAny {
-            receivedAny = true
-            firstMessageTimer?.cancel()
-            firstMessageTimer = nil
-        }
+        receivedAny = true
         multiplexer?.receive(unwrapInboundIn(data))
     }
 
@@ -187,7 +169,6 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
-        firstMessageTimer?.cancel()
         livenessCheck?.cancel()
         if let multiplexer {
             let statistics = multiplexer.currentStatistics
@@ -213,7 +194,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     /// Connections that never became tunnels (failed handshakes, silent
     /// sockets) can come as fast as a peer opens them: their closing lines share
     /// one limit across the server.
-    private static let unstartedCloseLog = NIOLockedValueBox(LogRateLimiter(interval: .seconds(10)))
+    private static let unstartedCloseLog = NIOLockedValueBox(LineRateLimiter(interval: .seconds(10)))
 
     /// Ends the tunnel, logging why (once).
     public func closeTunnel(reason: String) {

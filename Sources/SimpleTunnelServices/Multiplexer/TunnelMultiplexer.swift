@@ -86,7 +86,7 @@ public final class TunnelMultiplexer {
     var isClosed = false
     /// Lines a peer can cause as often as it likes: one a second per tunnel,
     /// the next one saying how many were left out.
-    private var peerNotices = LogRateLimiter(interval: .seconds(1))
+    private var peerNotices = LineRateLimiter(interval: .seconds(1))
     /// A client's opens and requests waiting for the server's answer.
     var client = ClientRequests()
 

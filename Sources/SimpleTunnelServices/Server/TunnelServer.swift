@@ -184,7 +184,6 @@ public final class TunnelServer: Sendable {
                     )
                 },
                 limits: settings.multiplexerLimits,
-                firstMessageTimeout: settings.firstMessageTimeout,
                 liveness: settings.liveness,
                 metrics: settings.metrics,
                 serverBudget: settings.bufferBudget,

@@ -54,7 +54,7 @@ struct FlowSocketBudgetTests {
     }
 
     @Test func refusalsAreLoggedOncePerIntervalWithACountOfTheRest() {
-        var limiter = LogRateLimiter(interval: .seconds(10))
+        var limiter = LineRateLimiter(interval: .seconds(10))
         let start = NIODeadline.now()
         #expect(limiter.admit(now: start) == 0)
         #expect(limiter.admit(now: start + .seconds(1)) == nil)

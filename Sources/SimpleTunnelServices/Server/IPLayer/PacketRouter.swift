@@ -49,21 +49,13 @@ public final class PacketRouter: @unchecked Sendable {
     /// The counters, and what is still to be logged of the drops a client causes.
     private struct Drops {
         var counters = Counters()
-        var spoofed = LoggedCount()
-        var refused = LoggedCount()
-    }
+        var spoofed = LineRateLimiter(interval: PacketRouter.logInterval)
+        var refused = LineRateLimiter(interval: PacketRouter.logInterval)
 
-    private struct LoggedCount {
-        var unlogged: UInt64 = 0
-        var nextLog = NIODeadline.uptimeNanoseconds(0)
-
-        /// Adds `count`; returns the count to log now, all since the last line (0: not yet).
-        mutating func add(_ count: UInt64, now: NIODeadline) -> UInt64 {
-            unlogged += count
-            guard count > 0, now >= nextLog else { return 0 }
-            nextLog = now + PacketRouter.logInterval
-            defer { unlogged = 0 }
-            return unlogged
+        /// Counts `count` dropped packets; returns how many to log now, all since the last line (0: not yet).
+        static func due(_ log: inout LineRateLimiter, _ count: UInt64, now: NIODeadline) -> UInt64 {
+            guard count > 0, let counts = log.admit(.line, count: Int(count), now: now) else { return 0 }
+            return UInt64(counts[.line] ?? 0)
         }
     }
 
@@ -149,7 +141,7 @@ public final class PacketRouter: @unchecked Sendable {
                 drops.counters.nonIPv4Dropped += notIPv4
                 drops.counters.linkScopedDropped += linkScoped
                 drops.counters.policyDropped += refused
-                return (drops.spoofed.add(spoofed, now: now), drops.refused.add(refused, now: now))
+                return (Drops.due(&drops.spoofed, spoofed, now: now), Drops.due(&drops.refused, refused, now: now))
             }
             metrics?.droppedPackets(.spoofed, count: Int(spoofed))
             metrics?.droppedPackets(.notIPv4, count: Int(notIPv4))

@@ -96,14 +96,14 @@ struct AdmissionControlTests {
     }
 
     @Test func refusalsAreLoggedOncePerIntervalWithTheirCounts() {
-        var throttle = RefusalLogThrottle<AdmissionRefusal>(interval: .seconds(10))
+        var throttle = LogRateLimiter<AdmissionRefusal>(interval: .seconds(10))
         let start = NIODeadline.now()
-        #expect(throttle.note(.perAddress, now: start) == [.perAddress: 1], "the first is told at once")
+        #expect(throttle.admit(.perAddress, now: start) == [.perAddress: 1], "the first is told at once")
         for second in 1..<10 {
-            #expect(throttle.note(.perAddress, now: start + .seconds(Int64(second))) == nil)
+            #expect(throttle.admit(.perAddress, now: start + .seconds(Int64(second))) == nil)
         }
-        #expect(throttle.note(.earlyDrop, now: start + .milliseconds(9_999)) == nil)
-        #expect(throttle.note(.perAddress, now: start + .seconds(10)) == [.perAddress: 10, .earlyDrop: 1])
+        #expect(throttle.admit(.earlyDrop, now: start + .milliseconds(9_999)) == nil)
+        #expect(throttle.admit(.perAddress, now: start + .seconds(10)) == [.perAddress: 10, .earlyDrop: 1])
     }
 
     @Test func aFloodOfRefusalsWritesOneLineAndCountsEveryOne() {
