@@ -126,8 +126,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Start the IP layer on this TUN device (a name, or a pattern like stun%d); failing to set it up stops the server. Without --tun the IP layer starts only for a --config with an IPv4 pool, on stun%d.")
     var tun: String?
 
-    @Option(name: .customLong("tun-address"), help: "The server's address on the TUN device. Default: the address just below the pool.")
-    var tunAddress: String?
+    @Option(
+        name: .customLong("tun-address"),
+        help: "The server's address on the TUN device, once per family (IPv4, IPv6). Default: the address just below each pool.")
+    var tunAddress: [String] = []
 
     @Option(help: "MTU of the TUN device, also pushed to clients; at least 1280 when the configuration offers IPv6.")
     var mtu = 1400
@@ -151,8 +153,11 @@ struct Serve: AsyncParsableCommand {
         if let runAs {
             do { _ = try Privileges.account(named: runAs) } catch { throw ValidationError("\(error)") }
         }
-        if let tunAddress, IPv4Address(tunAddress) == nil {
-            throw ValidationError("--tun-address \(tunAddress): expected an IPv4 address")
+        for address in tunAddress where IPv4Address(address) == nil && IPv6Address(address) == nil {
+            throw ValidationError("--tun-address \(address): expected an IPv4 or IPv6 address")
+        }
+        if tunAddress.compactMap(IPv4Address.init).count > 1 || tunAddress.compactMap(IPv6Address.init).count > 1 {
+            throw ValidationError("--tun-address: give at most one address of each family (one IPv4, one IPv6)")
         }
         guard (576...65535).contains(mtu) else {
             throw ValidationError("--mtu \(mtu): expected 576 to 65535")
@@ -257,7 +262,8 @@ struct Serve: AsyncParsableCommand {
         let account = try runAs.map { name throws(PrivilegeError) in try Privileges.account(named: name) }
         var ipOptions = ServerIPLayerOptions()
         ipOptions.deviceName = tun ?? "stun%d"
-        ipOptions.deviceAddress = tunAddress.flatMap { IPv4Address($0) }
+        ipOptions.deviceAddress = tunAddress.lazy.compactMap(IPv4Address.init).first
+        ipOptions.deviceIPv6Address = tunAddress.lazy.compactMap(IPv6Address.init).first
         ipOptions.mtu = mtu
         ipOptions.destinationPolicy = launch.policy
         ipOptions.leaseFile = LeaseFile(path: (stateDirectory ?? SelfSignedIdentity.defaultDirectory()) + "/" + LeaseFile.defaultName)

@@ -43,6 +43,15 @@ struct CommandLineTests {
         #expect(negative.status == 64, "\(negative)")
     }
 
+    @Test func theTunAddressIsOnePerFamily() async throws {
+        let twoIPv4 = try await Self.run(BuiltPrograms.tunnelServer, ["--tun-address", "10.90.0.1", "--tun-address", "10.90.0.9", "--no-ip-layer"])
+        #expect(twoIPv4.status != 0)
+        #expect(twoIPv4.output.contains("at most one address of each family"), "\(twoIPv4.output)")
+        let notAnAddress = try await Self.run(BuiltPrograms.tunnelServer, ["--tun-address", "fd00:90::zz"])
+        #expect(notAnAddress.status != 0)
+        #expect(notAnAddress.output.contains("expected an IPv4 or IPv6 address"), "\(notAnAddress.output)")
+    }
+
     @Test func aMistypedOptionOrSubcommandIsNamedAsSuchNotReadAsAPort() async throws {
         for (arguments, named) in [
             (["--confg", "x.plist"], "Unknown option '--confg'"), (["--metric", "127.0.0.1:9464"], "Unknown option '--metric'"),

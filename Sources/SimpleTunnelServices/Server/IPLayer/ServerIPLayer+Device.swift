@@ -127,7 +127,7 @@ extension ServerIPLayer {
             throw ServerIPLayerError("the configuration offers IPv6, which needs an MTU of at least \(minimumIPv6MTU), not \(options.mtu); raise --mtu")
         }
         guard let address = options.deviceIPv6Address ?? defaultDeviceAddress(for: pool) else {
-            throw ServerIPLayerError("the IPv6 pool \(pool.lowerBound)-\(pool.upperBound) leaves no address below it for the server; start it one address higher")
+            throw ServerIPLayerError("the IPv6 pool \(pool.lowerBound)-\(pool.upperBound) leaves no address below it for the server; start it one address higher, or give --tun-address")
         }
         guard !pool.contains(address) else {
             throw ServerIPLayerError("the server's IPv6 tunnel address \(address) is inside the pool \(pool.lowerBound)-\(pool.upperBound)")

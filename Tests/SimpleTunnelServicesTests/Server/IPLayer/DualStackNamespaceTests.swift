@@ -48,7 +48,7 @@ final class DualStackVPNLab {
     /// - Parameters:
     ///   - pushRoutes: with, clients route only the destination networks; without, everything.
     ///   - ipv4: false leaves the IPv4 dictionary out: a server offering IPv6 alone.
-    func startServer(pushRoutes: Bool = true, ipv4: Bool = true) async throws {
+    func startServer(pushRoutes: Bool = true, ipv4: Bool = true, arguments: [String] = []) async throws {
         let routes4 = pushRoutes
             ? "<key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>"
             : ""
@@ -75,7 +75,7 @@ final class DualStackVPNLab {
             BuiltPrograms.tunnelServer, "--host", "::", "--port", "4433", "--config", path,
             "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"), "--client-ca", pki.caFile,
             "--tun", "stun0", "--mtu", "1300", "--log-level", "debug", "--state-directory", directory + "/server-state",
-        ])
+        ] + arguments)
         serverProcess = process
         let output = await process.waitForOutput(containing: "IP layer on", timeout: 20)
         try #require(output != nil, "the server did not bring its IP layer up:\n\(process.outputSoFar)")
@@ -194,8 +194,9 @@ struct DualStackNamespaceTests {
     func anIPv6OnlyServerLeasesIPv6AloneAndTheClientBlackholesIPv4() async throws {
         let vpn = try DualStackVPNLab()
         defer { vpn.cleanup() }
-        try await vpn.startServer(pushRoutes: false, ipv4: false)
-        #expect(vpn.serverProcess?.outputSoFar.contains("IPv6 server fd00:90::1, IPv6 pool fd00:90::2-fd00:90::3") == true,
+        // The server's own IPv6 address chosen with --tun-address instead of the one below the pool.
+        try await vpn.startServer(pushRoutes: false, ipv4: false, arguments: ["--tun-address", "fd00:90::ff"])
+        #expect(vpn.serverProcess?.outputSoFar.contains("IPv6 server fd00:90::ff, IPv6 pool fd00:90::2-fd00:90::3") == true,
                 "\(vpn.serverProcess?.outputSoFar ?? "")")
         let client = try vpn.clientNamespace(1)
         let process = try await vpn.startClient(in: client, index: 1, device: "stun1")
