@@ -114,7 +114,11 @@ struct FlowState {
         case .opening(let early, _):
             phase = .open
             return .opened(early: early, shutdownLocalOutput: !receiving)
-        case .cancelled, .awaitingOpenResult, .open:
+        case .cancelled:
+            return .cancelled
+        case .awaitingOpenResult, .open:
+            // Only a server's flow that is connecting opens: anything else is our own mistake.
+            assertionFailure("openSucceeded in phase \(phase)")
             return .cancelled
         }
     }

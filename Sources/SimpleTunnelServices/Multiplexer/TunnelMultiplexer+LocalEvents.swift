@@ -7,7 +7,10 @@ extension TunnelMultiplexer: FlowEventSink {
         // the early-data allowance at once (PROTOCOL.md A6); NIO may also read
         // a socket to its end when the application half-closes immediately.
         // Whatever exceeds the allowance waits in the queue for the open.
-        transition(identifier) { _ = $0.readLocal(data, from: source, now: .now()) }
+        if transition(identifier, { $0.readLocal(data, from: source, now: .now()) }) == false {
+            // The peer ended this stream (close read): what the socket still delivers has nowhere to go.
+            logger.trace("dropped local data for a flow that no longer sends", metadata: ["flow": "\(identifier)", "bytes": "\(data.readableBytes)"])
+        }
     }
 
     public func flow(_ identifier: TunnelConnectionIdentifier, didReadPackets packets: [TunnelPacket]) {
@@ -18,8 +21,8 @@ extension TunnelMultiplexer: FlowEventSink {
     }
 
     public func flowDidReadEndOfFile(_ identifier: TunnelConnectionIdentifier) {
-        logger.trace("local end of file", metadata: ["flow": "\(identifier)"])
-        transition(identifier) { _ = $0.localReadEnded() }
+        let queuedClose = transition(identifier) { $0.localReadEnded() }
+        logger.trace("local end of file", metadata: ["flow": "\(identifier)", "close-queued": "\(queuedClose ?? false)"])
     }
 
     public func flow(_ identifier: TunnelConnectionIdentifier, writabilityChanged isWritable: Bool) {

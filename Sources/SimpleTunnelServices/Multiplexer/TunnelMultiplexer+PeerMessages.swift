@@ -238,7 +238,9 @@ extension TunnelMultiplexer {
             startUDPExpiry()
         }
         let completion = client.opens.removeValue(forKey: identifier)
-        transition(identifier) { _ = $0.openResultSucceeded() }
+        let opened = transition(identifier) { $0.openResultSucceeded() }
+        // Checked above: the flow was awaiting this answer.
+        assert(opened == true, "an open result for a flow that awaited none")
         completion?(.success(configuration))
     }
 
