@@ -38,19 +38,11 @@ struct AppleSamplePeerTests {
         }
         let received = fixture.group.next().makePromise(of: SlowReader.Received.self)
         let destination = try await SlowReader.listen(interval: .milliseconds(1), readSize: 32 * 1024, done: received, group: fixture.group)
-        let peak = NIOLockedValueBox(0)
-        let sampling = Task {
-            while !Task.isCancelled {
-                let held = budget.heldBytes
-                peak.withLockedValue { $0 = max($0, held) }
-                try? await Task.sleep(for: .milliseconds(2))
-            }
-        }
+        let peak = BudgetPeak(budget)
         let count = 64 * 1024 * 1024
         let report = try await AppleSamplePeers.client(
             port: fixture.port, "transfer",
             ["--destination", "\(destination.localAddress?.port ?? 0)", "--bytes", "\(count)", "--timeout", "150"], timeout: 170)
-        sampling.cancel()
         let delivered = try await received.futureResult.get()
         #expect(report["openResult"] as? Int == 0)
         #expect((report["suspendsIgnored"] as? Int ?? 0) > 0, "the destination never fell behind: the test proves nothing")
@@ -61,7 +53,7 @@ struct AppleSamplePeerTests {
         // Past its allowance the server read no further: at most the allowance
         // plus what the read under way had brought in (NIO reads a socket up to
         // 4 times per event, 256 KiB each for a tunnel) and a frame.
-        let held = peak.withLockedValue { $0 }
+        let held = peak.stop()
         #expect(held > 0)
         #expect(held <= perFlow + 1024 * 1024 + 128 * 1024, "the server held \(held) bytes past suspend for one flow")
         try? await destination.close()

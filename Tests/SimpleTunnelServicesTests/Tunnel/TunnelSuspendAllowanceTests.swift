@@ -30,14 +30,7 @@ struct TunnelSuspendAllowanceTests {
             let channel = try await SlowReader.listen(interval: .milliseconds(2), readSize: 16 * 1024, done: received, group: fixture.group)
             destinations.append((channel, received.futureResult))
         }
-        let peak = NIOLockedValueBox(0)
-        let sampling = Task {
-            while !Task.isCancelled {
-                let held = budget.heldBytes
-                peak.withLockedValue { $0 = max($0, held) }
-                try? await Task.sleep(for: .milliseconds(2))
-            }
-        }
+        let peak = BudgetPeak(budget)
         let peer = try await fixture.peer()
         for (index, destination) in destinations.enumerated() {
             let identifier = TunnelConnectionIdentifier(1 + 2 * index)
@@ -59,13 +52,12 @@ struct TunnelSuspendAllowanceTests {
         for destination in destinations {
             delivered.append(try await destination.received.get())
         }
-        sampling.cancel()
         #expect(delivered.map(\.count) == [count, count])
         #expect(delivered[0].sha256 == delivered[1].sha256, "both flows carried the same bytes")
         #expect(peer.channel.isActive, "held back, never cut off")
         // What the server held stayed near the tunnel's allowance (plus what one read brings in, and a frame),
         // far below the 48 MiB the flows' own allowances would have let it take.
-        let held = peak.withLockedValue { $0 }
+        let held = peak.stop()
         #expect(held > 0)
         #expect(held <= tunnelAllowance + 1024 * 1024 + 128 * 1024, "the server held \(held) bytes past suspend")
         for destination in destinations { try? await destination.channel.close() }

@@ -4,29 +4,36 @@
 /// (a packet has no name). Compiled once into masks and port ranges, so the
 /// check per packet is integer compares with no allocation.
 struct PacketDestinationFilter: Sendable {
-    /// One address rule: an IPv4 network and, unless any port, its ports.
-    struct Entry: Sendable {
-        let network: UInt32
-        let mask: UInt32
+    /// One address rule: a network of either family (`Bits` wide) and, unless any port, its ports.
+    struct Entry<Bits: FixedWidthInteger & UnsignedInteger & Sendable>: Sendable {
+        let network: Bits
+        let mask: Bits
         /// Nil: any port, and packets without one (ICMP, later fragments).
         let ports: [ClosedRange<Int>]?
 
-        /// An IPv4 (or `*`) rule; nil for IPv6 and name rules, which no IPv4 packet can match.
+        /// `*` matches every address; a rule of the other family, or a name rule, none.
         init?(_ rule: DestinationRule) {
             switch rule.target {
             case .any:
                 network = 0
                 mask = 0
-            case .ipv4(let ipv4):
-                network = ipv4.address.rawValue
-                mask = IPv4Network.maskBits(ipv4.prefixLength)
-            case .ipv6, .hostName, .subdomains:
+            case .ipv4(let ipv4) where Bits.bitWidth == 32:
+                network = Bits(ipv4.address.rawValue)
+                mask = Self.mask(ipv4.prefixLength)
+            case .ipv6(let ipv6) where Bits.bitWidth == 128:
+                network = Bits(truncatingIfNeeded: ipv6.address.rawValue)
+                mask = Self.mask(ipv6.prefixLength)
+            case .ipv4, .ipv6, .hostName, .subdomains:
                 return nil
             }
             ports = rule.ports == .any ? nil : rule.ports.ranges
         }
 
-        func matches(_ address: UInt32, port: Int?) -> Bool {
+        private static func mask(_ prefixLength: Int) -> Bits {
+            prefixLength == 0 ? 0 : Bits.max << (Bits.bitWidth - prefixLength)
+        }
+
+        func matches(_ address: Bits, port: Int?) -> Bool {
             guard address & mask == network else { return false }
             guard let ports else { return true }
             guard let port else { return false }
@@ -34,46 +41,20 @@ struct PacketDestinationFilter: Sendable {
         }
     }
 
-    /// One address rule for IPv6 packets: an IPv6 network (or `*`) and its ports.
-    struct Entry6: Sendable {
-        let network: UInt128
-        let mask: UInt128
-        let ports: [ClosedRange<Int>]?
+    typealias Entry4 = Entry<UInt32>
+    typealias Entry6 = Entry<UInt128>
 
-        /// An IPv6 (or `*`) rule; nil for IPv4 and name rules.
-        init?(_ rule: DestinationRule) {
-            switch rule.target {
-            case .any:
-                network = 0
-                mask = 0
-            case .ipv6(let ipv6):
-                network = ipv6.address.rawValue
-                mask = ipv6.prefixLength == 0 ? 0 : UInt128.max << (128 - ipv6.prefixLength)
-            case .ipv4, .hostName, .subdomains:
-                return nil
-            }
-            ports = rule.ports == .any ? nil : rule.ports.ranges
-        }
-
-        func matches(_ address: UInt128, port: Int?) -> Bool {
-            guard address & mask == network else { return false }
-            guard let ports else { return true }
-            guard let port else { return false }
-            return ports.contains { $0.contains(port) }
-        }
-    }
-
-    let denied: [Entry]
-    let defaultDenied: [Entry]
-    let openers: [Entry]
+    let denied: [Entry4]
+    let defaultDenied: [Entry4]
+    let openers: [Entry4]
     let denied6: [Entry6]
     let defaultDenied6: [Entry6]
     let openers6: [Entry6]
 
     init(_ policy: DestinationPolicy) {
-        denied = policy.denyRules.compactMap(Entry.init)
-        defaultDenied = policy.defaultDenyRules.compactMap(Entry.init)
-        openers = policy.allowRules.filter(\.isAddressRule).compactMap(Entry.init)
+        denied = policy.denyRules.compactMap(Entry4.init)
+        defaultDenied = policy.defaultDenyRules.compactMap(Entry4.init)
+        openers = policy.allowRules.filter(\.isAddressRule).compactMap(Entry4.init)
         denied6 = policy.denyRules.compactMap(Entry6.init)
         defaultDenied6 = policy.defaultDenyRules.compactMap(Entry6.init)
         openers6 = policy.allowRules.filter(\.isAddressRule).compactMap(Entry6.init)
@@ -98,7 +79,7 @@ struct PacketDestinationFilter: Sendable {
     func refuses(_ destination: IPv4Address, port: Int?) -> Bool {
         let address = destination.rawValue
         let alias: UInt32? = address >> 24 == 0 ? IPv4Address(127, 0, 0, 1).rawValue : nil
-        func any(_ entries: [Entry]) -> Bool {
+        func any(_ entries: [Entry4]) -> Bool {
             entries.contains { entry in
                 if entry.matches(address, port: port) { return true }
                 guard let alias else { return false }
