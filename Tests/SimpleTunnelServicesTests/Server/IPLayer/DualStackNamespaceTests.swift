@@ -3,121 +3,11 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-/// A dual-stack VPN in network namespaces the test creates, the tunnel itself over IPv6:
-///
-///     client ns ── fd00:11::2 ═ fd00:11::1 ── server ns ── fd00:2::1 ═ fd00:2::2 ── destination ns
-///                  198.18.11.2   198.18.11.1               198.18.2.1   198.18.2.2
-///     tunnel pools 10.90.0.2-10.90.0.3 and fd00:90::2-fd00:90::3
-final class DualStackVPNLab {
-    let lab = NetworkNamespaceLab()
-    let pki: TestPKI
-    let server: String
-    let destination: String
-    let directory: String
-    private(set) var serverProcess: ExternalProcess?
-
-    init() throws {
-        pki = try TestPKI()
-        directory = NSTemporaryDirectory() + "dual-stack-lab-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        server = try lab.makeNamespace()
-        destination = try lab.makeNamespace()
-        try lab.addVethPair((server, "to-dst", "198.18.2.1/24"), (destination, "to-srv", "198.18.2.2/24"))
-        try addIPv6(server, "to-dst", "fd00:2::1/64")
-        try addIPv6(destination, "to-srv", "fd00:2::2/64")
-        try lab.run(in: destination, ["ip", "route", "add", "10.90.0.0/24", "via", "198.18.2.1"])
-        try lab.run(in: destination, ["ip", "-6", "route", "add", "fd00:90::/64", "via", "fd00:2::1"])
-        try lab.enableForwarding(in: server)
-        try lab.run(in: server, ["sysctl", "-w", "net.ipv6.conf.all.forwarding=1"])
-    }
-
-    /// Usable at once: no duplicate address detection on a link the lab alone made.
-    private func addIPv6(_ namespace: String, _ device: String, _ address: String) throws {
-        try lab.run(in: namespace, ["ip", "-6", "address", "add", address, "dev", device, "nodad"])
-    }
-
-    /// A client namespace linked to the server namespace with both families.
-    func clientNamespace(_ index: Int) throws -> String {
-        let namespace = try lab.makeNamespace()
-        try lab.addVethPair((namespace, "uplink", "198.18.\(10 + index).2/24"), (server, "cl\(index)", "198.18.\(10 + index).1/24"))
-        try addIPv6(namespace, "uplink", "fd00:\(10 + index)::2/64")
-        try addIPv6(server, "cl\(index)", "fd00:\(10 + index)::1/64")
-        return namespace
-    }
-
-    /// - Parameters:
-    ///   - pushRoutes: with, clients route only the destination networks; without, everything.
-    ///   - ipv4: false leaves the IPv4 dictionary out: a server offering IPv6 alone.
-    func startServer(pushRoutes: Bool = true, ipv4: Bool = true, arguments: [String] = []) async throws {
-        let routes4 = pushRoutes
-            ? "<key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>"
-            : ""
-        let routes6 = pushRoutes
-            ? "<key>Routes</key><array><dict><key>Address</key><string>fd00:2::</string><key>PrefixLength</key><integer>64</integer></dict></array>"
-            : ""
-        let ipv4Dictionary = ipv4
-            ? "<key>IPv4</key><dict><key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>\(routes4)</dict>"
-            : ""
-        let configuration = """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <plist version="1.0"><dict>
-              \(ipv4Dictionary)
-              <key>IPv6</key><dict>
-                <key>Pool</key><dict><key>StartAddress</key><string>fd00:90::2</string><key>EndAddress</key><string>fd00:90::3</string></dict>
-                \(routes6)
-              </dict>
-              <key>DNS</key><dict><key>Servers</key><array/></dict>
-            </dict></plist>
-            """
-        let path = directory + "/server.plist"
-        try Data(configuration.utf8).write(to: URL(fileURLWithPath: path))
-        let process = try lab.start(in: server, [
-            BuiltPrograms.tunnelServer, "--host", "::", "--port", "4433", "--config", path,
-            "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"), "--client-ca", pki.caFile,
-            "--tun", "stun0", "--mtu", "1300", "--log-level", "debug", "--state-directory", directory + "/server-state",
-        ] + arguments)
-        serverProcess = process
-        let output = await process.waitForOutput(containing: "IP layer on", timeout: 20)
-        try #require(output != nil, "the server did not bring its IP layer up:\n\(process.outputSoFar)")
-        _ = await process.waitForOutput(containing: "listening on [::]:4433", timeout: 20)
-    }
-
-    func stopServer() async {
-        serverProcess?.terminate()
-        _ = await serverProcess?.finish(timeout: 20)
-        serverProcess = nil
-    }
-
-    /// Starts `tunnel-client ip` in `namespace` against the server's IPv6 address on that link.
-    func startClient(
-        in namespace: String, index: Int, device: String, expectUp: Bool = true, arguments: [String] = []
-    ) async throws -> ExternalProcess {
-        let identity = try pki.issueClient("client-\(device)")
-        let process = try lab.start(in: namespace, [
-            BuiltPrograms.tunnelClient, "ip", "--server", "[fd00:\(10 + index)::1]:4433", "--ca", pki.caFile,
-            "--cert", pki.certificatePath(identity), "--key", pki.keyPath(identity), "--server-name", "localhost",
-            "--tun", device, "--log-level", "info", "--control", controlPath(device),
-        ] + arguments)
-        guard expectUp else { return process }
-        let output = await process.waitForOutput(containing: "IP tunnel up", timeout: 20)
-        #expect(output != nil, "the client did not come up:\n\(process.outputSoFar)\nserver:\n\(serverProcess?.outputSoFar ?? "")")
-        return process
-    }
-
-    func controlPath(_ device: String) -> String { directory + "/control-\(device).sock" }
-
-    func cleanup() {
-        lab.cleanup()
-        pki.remove()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-}
-
 @Suite("Dual-stack IP tunnel in network namespaces", .serialized, .timeLimit(.minutes(3)))
 struct DualStackNamespaceTests {
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
     func aFullTunnelOverIPv6CarriesPingAndTCPOfBothFamiliesAndDropsSpoofedAndRefusedIPv6() async throws {
-        let vpn = try DualStackVPNLab()
+        let vpn = try VPNLab(dualStack: true)
         defer { vpn.cleanup() }
         try await vpn.startServer(pushRoutes: false)
         let client = try vpn.clientNamespace(1)
@@ -164,7 +54,7 @@ struct DualStackNamespaceTests {
 
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
     func bothLeasesSurviveAServerRestart() async throws {
-        let vpn = try DualStackVPNLab()
+        let vpn = try VPNLab(dualStack: true)
         defer { vpn.cleanup() }
         try await vpn.startServer()
         let other = try vpn.clientNamespace(1)
@@ -178,7 +68,7 @@ struct DualStackNamespaceTests {
 
         // The other client leaves, so the lowest addresses are free; the server restarts with its lease file.
         first.terminate()
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(await vpn.serverProcess?.waitForOutput(containing: "released 10.90.0.2", timeout: 20) != nil, "the first client's leases were not released")
         await vpn.stopServer()
         try await vpn.startServer()
         let back = await client.waitForOutput(containing: "IP tunnel back", timeout: 30)
@@ -192,7 +82,7 @@ struct DualStackNamespaceTests {
 
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
     func anIPv6OnlyServerLeasesIPv6AloneAndTheClientBlackholesIPv4() async throws {
-        let vpn = try DualStackVPNLab()
+        let vpn = try VPNLab(dualStack: true)
         defer { vpn.cleanup() }
         // The server's own IPv6 address chosen with --tun-address instead of the one below the pool.
         try await vpn.startServer(pushRoutes: false, ipv4: false, arguments: ["--tun-address", "fd00:90::ff"])

@@ -28,18 +28,22 @@ enum BuiltPrograms {
 /// A real VPN in network namespaces the test creates: a client namespace, a
 /// server namespace forwarding to a destination namespace behind it.
 ///
-///     client ns ── 198.18.1.2 ═ 198.18.1.1 ── server ns ── 198.18.2.1 ═ 198.18.2.2 ── destination ns
+///     client ns ── 198.18.1X.2 ═ 198.18.1X.1 ── server ns ── 198.18.2.1 ═ 198.18.2.2 ── destination ns
 ///     tunnel pool 10.90.0.2-10.90.0.3, pushed route 198.18.2.0/24
+///
+/// Dual stack, every link also carries IPv6 (fd00:1X::2 ═ fd00:1X::1, fd00:2::1 ═ fd00:2::2),
+/// the server listens on both families and offers the pool fd00:90::2-fd00:90::3 too.
 final class VPNLab {
     let lab = NetworkNamespaceLab()
     let pki: TestPKI
     let server: String
     let destination: String
     let directory: String
-    private var clientNamespaces: [String: String] = [:]
+    let dualStack: Bool
     private(set) var serverProcess: ExternalProcess?
 
-    init() throws {
+    init(dualStack: Bool = false) throws {
+        self.dualStack = dualStack
         pki = try TestPKI()
         directory = NSTemporaryDirectory() + "vpn-lab-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -48,47 +52,70 @@ final class VPNLab {
         try lab.addVethPair((server, "to-dst", "198.18.2.1/24"), (destination, "to-srv", "198.18.2.2/24"))
         try lab.run(in: destination, ["ip", "route", "add", "10.90.0.0/24", "via", "198.18.2.1"])
         try lab.enableForwarding(in: server)
+        if dualStack {
+            try addIPv6(server, "to-dst", "fd00:2::1/64")
+            try addIPv6(destination, "to-srv", "fd00:2::2/64")
+            try lab.run(in: destination, ["ip", "-6", "route", "add", "fd00:90::/64", "via", "fd00:2::1"])
+            try lab.run(in: server, ["sysctl", "-w", "net.ipv6.conf.all.forwarding=1"])
+        }
     }
 
-    /// A client namespace linked to the server namespace on its own /30.
+    /// Usable at once: no duplicate address detection on a link the lab alone made.
+    private func addIPv6(_ namespace: String, _ device: String, _ address: String) throws {
+        try lab.run(in: namespace, ["ip", "-6", "address", "add", address, "dev", device, "nodad"])
+    }
+
+    /// A client namespace linked to the server namespace on its own networks.
     func clientNamespace(_ index: Int) throws -> String {
         let namespace = try lab.makeNamespace()
         try lab.addVethPair((namespace, "uplink", "198.18.\(10 + index).2/24"), (server, "cl\(index)", "198.18.\(10 + index).1/24"))
+        if dualStack {
+            try addIPv6(namespace, "uplink", "fd00:\(10 + index)::2/64")
+            try addIPv6(server, "cl\(index)", "fd00:\(10 + index)::1/64")
+        }
         return namespace
     }
 
-    /// - Parameter pushRoutes: with, clients route only the destination network;
-    ///   without, they route everything through the tunnel.
-    func startServer(pushRoutes: Bool = true, arguments: [String] = []) async throws {
-        let process = try await launchServer(pushRoutes: pushRoutes, arguments: arguments)
-        serverProcess = process
+    /// - Parameters:
+    ///   - pushRoutes: with, clients route only the destination networks; without, everything.
+    ///   - ipv4: false leaves the IPv4 dictionary out: a dual-stack lab's server then offers IPv6 alone.
+    func startServer(pushRoutes: Bool = true, ipv4: Bool = true, arguments: [String] = []) async throws {
+        serverProcess = try await launchServer(pushRoutes: pushRoutes, ipv4: ipv4, arguments: arguments)
     }
 
     /// Starts the server (again, after `stopServer`); its leases are kept in the lab's state folder.
-    func launchServer(pushRoutes: Bool = true, arguments: [String] = []) async throws -> ExternalProcess {
-        let routes = pushRoutes
+    func launchServer(pushRoutes: Bool = true, ipv4: Bool = true, arguments: [String] = []) async throws -> ExternalProcess {
+        let routes4 = pushRoutes
             ? "<key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>"
+            : ""
+        let routes6 = pushRoutes
+            ? "<key>Routes</key><array><dict><key>Address</key><string>fd00:2::</string><key>PrefixLength</key><integer>64</integer></dict></array>"
+            : ""
+        let ipv4Dictionary = ipv4
+            ? "<key>IPv4</key><dict><key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>\(routes4)</dict>"
+            : ""
+        let ipv6Dictionary = dualStack
+            ? "<key>IPv6</key><dict><key>Pool</key><dict><key>StartAddress</key><string>fd00:90::2</string><key>EndAddress</key><string>fd00:90::3</string></dict>\(routes6)</dict>"
             : ""
         let configuration = """
             <?xml version="1.0" encoding="UTF-8"?>
             <plist version="1.0"><dict>
-              <key>IPv4</key><dict>
-                <key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>
-                \(routes)
-              </dict>
+              \(ipv4Dictionary)
+              \(ipv6Dictionary)
               <key>DNS</key><dict><key>Servers</key><array/></dict>
             </dict></plist>
             """
         let path = directory + "/server.plist"
         try Data(configuration.utf8).write(to: URL(fileURLWithPath: path))
+        let host = dualStack ? "::" : "0.0.0.0"
         let process = try lab.start(in: server, [
-            BuiltPrograms.tunnelServer, "--host", "0.0.0.0", "--port", "4433", "--config", path,
+            BuiltPrograms.tunnelServer, "--host", host, "--port", "4433", "--config", path,
             "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"), "--client-ca", pki.caFile,
             "--tun", "stun0", "--mtu", "1300", "--log-level", "debug", "--state-directory", directory + "/server-state",
         ] + arguments)
         let output = await process.waitForOutput(containing: "IP layer on", timeout: 20)
         try #require(output != nil, "the server did not bring its IP layer up:\n\(process.outputSoFar)")
-        _ = await process.waitForOutput(containing: "listening on 0.0.0.0:4433", timeout: 20)
+        _ = await process.waitForOutput(containing: "listening on \(TunnelEndpoint(host: host, port: 4433))", timeout: 20)
         return process
     }
 
@@ -116,9 +143,14 @@ final class VPNLab {
         ] + arguments)
         if expectUp {
             let output = await process.waitForOutput(containing: "IP tunnel up", timeout: 20)
-            #expect(output != nil, "the client did not come up:\n\(process.outputSoFar)")
+            #expect(output != nil, "the client did not come up:\n\(process.outputSoFar)\nserver:\n\(serverProcess?.outputSoFar ?? "")")
         }
         return process
+    }
+
+    /// A dual-stack lab's client, over IPv6 to the server's address on its link.
+    func startClient(in namespace: String, index: Int, device: String, expectUp: Bool = true, arguments: [String] = []) async throws -> ExternalProcess {
+        try await startClient(in: namespace, serverAddress: "[fd00:\(10 + index)::1]", device: device, expectUp: expectUp, arguments: arguments)
     }
 
     func controlPath(_ device: String) -> String { directory + "/control-\(device).sock" }
