@@ -3,6 +3,9 @@
 # tunnel versus OpenVPN 2.6 in TCP mode with AES-256-GCM, same namespace
 # topology, run back to back. Prints both, the ratio and PASS/FAIL against the
 # target (SimpleTunnel >= 2x OpenVPN), plus the bare veth path as the ceiling.
+# Every configuration is measured upload (client -> destination) and download
+# (iperf3 -R); SimpleTunnel with its TUN offloads on (the default) and off
+# (SIMPLETUNNEL_TUN_OFFLOAD=off on both ends). PASS/FAIL is on upload.
 # SimpleTunnel's tunnel is dual stack: its IPv6 throughput (iperf3 -6) is
 # measured beside IPv4 through the same tunnel.
 #
@@ -25,6 +28,7 @@
 #   OURS_TUN_ADDRESS=10.90.0.1   tunnel-server --tun-address
 #   OURS_MTU=         --mtu for tunnel-server and tunnel-client when set
 #                     (their default is 1400)
+#   OURS_OFFLOAD_OFF=1  also measure SimpleTunnel with TUN offloads off; 0 skips it
 #   KEEP_WORK=1       keep the temporary directory (logs, PKI, iperf3 JSON)
 #
 # Requirements: root, Linux with network namespaces and /dev/net/tun, and
@@ -57,6 +61,7 @@ OURS_MTU=${OURS_MTU:-}
 KEEP_WORK=${KEEP_WORK:-0}
 OPENVPN_NODELAY=${OPENVPN_NODELAY:-1}
 OPENVPN_EXTRA=${OPENVPN_EXTRA:-}
+OURS_OFFLOAD_OFF=${OURS_OFFLOAD_OFF:-1}
 TARGET_RATIO=2
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -302,7 +307,7 @@ iperf_run() {
         wait_for 5 iperf_idle || true
         rc=0
         run_bounded $((DURATION + 20)) "$1" \
-            ip netns exec "$CLI" iperf3 -c "${2:-$DST_ADDR}" -p "$IPERF_PORT" -t "$DURATION" -J --connect-timeout 5000 || rc=$?
+            ip netns exec "$CLI" iperf3 -c "${2:-$DST_ADDR}" -p "$IPERF_PORT" -t "$DURATION" -J --connect-timeout 5000 ${IPERF_REVERSE:+-R} || rc=$?
         grep -q 'server is busy' "$1" || return $rc
         note "iperf3 server still busy with the previous test; retrying"
         sleep 1
@@ -310,27 +315,37 @@ iperf_run() {
     return 1
 }
 
-# measure LABEL [ADDRESS]: RUNS single-stream runs from the client namespace to DST_ADDR (or
-# ADDRESS); sets MEASURED_RUNS (space separated Gbit/s) and MEASURED_MEDIAN (empty if none).
-measure() {
+# measure_direction LABEL [ADDRESS]: RUNS single-stream runs from the client namespace to DST_ADDR (or ADDRESS)
+# (download when IPERF_REVERSE is set); sets DIRECTION_RUNS (space separated
+# Gbit/s) and DIRECTION_MEDIAN (empty if none).
+measure_direction() {
     local label=$1 target=${2:-$DST_ADDR} run out gbps
-    MEASURED_RUNS=""
+    DIRECTION_RUNS=""
     for run in $(seq 1 "$RUNS"); do
         out=$WORK/iperf-$label-$run.json
         if iperf_run "$out" "$target" && gbps=$(iperf_gbps "$out"); then
-            printf '  %-15s run %d: %7.3f Gbit/s\n' "$label" "$run" "$gbps"
-            MEASURED_RUNS="$MEASURED_RUNS${MEASURED_RUNS:+ }$gbps"
+            printf '  %-22s run %d: %7.3f Gbit/s\n' "$label" "$run" "$gbps"
+            DIRECTION_RUNS="$DIRECTION_RUNS${DIRECTION_RUNS:+ }$gbps"
         else
-            printf '  %-15s run %d: failed: %s\n' "$label" "$run" \
+            printf '  %-22s run %d: failed: %s\n' "$label" "$run" \
                 "$(grep -o '"error"[^,}]*' "$out" 2>/dev/null | head -n 1 || tail -n 1 "$out")"
         fi
     done
-    MEASURED_MEDIAN=$(tr ' ' '\n' <<<"$MEASURED_RUNS" | grep . | median || true)
+    DIRECTION_MEDIAN=$(tr ' ' '\n' <<<"$DIRECTION_RUNS" | grep . | median || true)
+}
+
+# measure LABEL [ADDRESS]: upload, then download (-R); sets MEASURED_RUNS and
+# MEASURED_MEDIAN (upload) and MEASURED_RUNS_R and MEASURED_MEDIAN_R (download).
+measure() {
+    IPERF_REVERSE="" measure_direction "$1" "${2:-}"
+    MEASURED_RUNS=$DIRECTION_RUNS MEASURED_MEDIAN=$DIRECTION_MEDIAN
+    IPERF_REVERSE=1 measure_direction "$1-download" "${2:-}"
+    MEASURED_RUNS_R=$DIRECTION_RUNS MEASURED_MEDIAN_R=$DIRECTION_MEDIAN
 }
 
 # --- baseline ---------------------------------------------------------------
 
-BASE_STATUS=failed BASE_RUNS="" BASE_MEDIAN="" BASE_DETAIL=""
+BASE_STATUS=failed BASE_RUNS="" BASE_MEDIAN="" BASE_DETAIL="" BASE_RUNS_R="" BASE_MEDIAN_R=""
 run_baseline() {
     echo "baseline: client -> server namespace (forwarding) -> destination, no tunnel"
     ip -n "$CLI" route add 198.18.2.0/24 via 198.18.1.1
@@ -338,7 +353,7 @@ run_baseline() {
     measure baseline
     stop_iperf_server
     ip -n "$CLI" route del 198.18.2.0/24 via 198.18.1.1
-    BASE_RUNS=$MEASURED_RUNS BASE_MEDIAN=$MEASURED_MEDIAN
+    BASE_RUNS=$MEASURED_RUNS BASE_MEDIAN=$MEASURED_MEDIAN BASE_RUNS_R=$MEASURED_RUNS_R BASE_MEDIAN_R=$MEASURED_MEDIAN_R
     [ -n "$BASE_MEDIAN" ] && BASE_STATUS=ok || BASE_DETAIL="every iperf3 run failed"
 }
 
@@ -378,7 +393,7 @@ OVPN_NOTES=""
 run_openvpn() {
     local tag=$1
     shift
-    R_STATUS=failed R_RUNS="" R_MEDIAN="" R_DETAIL=""
+    R_STATUS=failed R_RUNS="" R_MEDIAN="" R_DETAIL="" R_RUNS_R="" R_MEDIAN_R=""
     echo "OpenVPN $OPENVPN_SHORT: --proto tcp-server/tcp-client, --data-ciphers AES-256-GCM${*:+, server $*}"
     local d=$WORK/pki options=() extra=() server_pid client_pid dev
     local slog=$WORK/openvpn-server-$tag.log clog=$WORK/openvpn-client-$tag.log
@@ -415,7 +430,7 @@ run_openvpn() {
             start_iperf_server
             measure "openvpn-$tag"
             stop_iperf_server
-            R_RUNS=$MEASURED_RUNS R_MEDIAN=$MEASURED_MEDIAN
+            R_RUNS=$MEASURED_RUNS R_MEDIAN=$MEASURED_MEDIAN R_RUNS_R=$MEASURED_RUNS_R R_MEDIAN_R=$MEASURED_MEDIAN_R
             [ -n "$R_MEDIAN" ] && R_STATUS=ok || R_DETAIL="every iperf3 run failed"
         fi
     fi
@@ -427,23 +442,29 @@ run_openvpn() {
 
 # --- SimpleTunnel -----------------------------------------------------------
 
-OURS_STATUS=unavailable OURS_RUNS="" OURS_MEDIAN="" OURS_DETAIL="" OURS_TLS=""
-OURS6_STATUS=unavailable OURS6_RUNS="" OURS6_MEDIAN="" OURS6_DETAIL=""
+OURS_TLS=""
+OURS6_STATUS=unavailable OURS6_RUNS="" OURS6_MEDIAN="" OURS6_DETAIL="" OURS6_RUNS_R="" OURS6_MEDIAN_R=""
+# run_ours on|off: SimpleTunnel with its TUN offloads on (the default) or off;
+# sets R_STATUS, R_RUNS, R_MEDIAN, R_RUNS_R, R_MEDIAN_R, R_DETAIL and R_OFFLOADS (what the server logged);
+# with offloads on it also measures the same tunnel over IPv6 (OURS6_*).
 run_ours() {
-    echo "SimpleTunnel: tunnel-server (TUN, IPv4.Pool) <- TLS over TCP -> tunnel-client ip"
+    local mode=$1 env=()
+    echo "SimpleTunnel: tunnel-server (TUN, IPv4.Pool) <- TLS over TCP -> tunnel-client ip, TUN offloads $mode"
+    R_STATUS=unavailable R_RUNS="" R_MEDIAN="" R_DETAIL="" R_RUNS_R="" R_MEDIAN_R="" R_OFFLOADS=""
     if [ -n "$OURS_UNAVAILABLE" ]; then
-        OURS_DETAIL="not available yet: $OURS_UNAVAILABLE"
-        echo "  $OURS_DETAIL"
+        R_DETAIL="not available yet: $OURS_UNAVAILABLE"
+        echo "  $R_DETAIL"
         return 0
     fi
-    OURS_STATUS=failed
-    local d=$WORK/ours server_pid client_pid fingerprint dev="" mtu=()
+    R_STATUS=failed
+    [ "$mode" = off ] && env=(env SIMPLETUNNEL_TUN_OFFLOAD=off)
+    local d=$WORK/ours-$mode server_pid client_pid fingerprint dev="" mtu=()
     mkdir -p "$d/state"
     write_pool_plist "$d/server.plist" 198.18.2.0 fd00:2::
     [ -n "$OURS_MTU" ] && mtu=(--mtu "$OURS_MTU")
     # A generated (pinned) server certificate; client certificates from the
     # benchmark CA, since the server only listens beyond loopback with mutual TLS.
-    start_bg tunnel-server "$d/server.log" ip netns exec "$SRV" "$SERVER_BIN" \
+    start_bg tunnel-server "$d/server.log" ip netns exec "$SRV" "${env[@]}" "$SERVER_BIN" \
         --host 198.18.1.1 --port 4433 --tun stbsrv0 --tun-address "$OURS_TUN_ADDRESS" "${mtu[@]}" \
         --config "$d/server.plist" --state-directory "$d/state" --client-ca "$WORK/pki/ca.crt"
     server_pid=$BG_PID
@@ -453,13 +474,13 @@ run_ours() {
     wait_for 20 server_ready || true
     fingerprint=$(grep -Eos 'SHA-256 [0-9A-Fa-f:]{64,}' "$d/server.log" | head -n 1 | cut -d' ' -f2 || true)
     if ! alive "$server_pid" || [ -z "$fingerprint" ] || ! grep -qs 'listening on' "$d/server.log"; then
-        OURS_DETAIL="tunnel-server did not start (no 'listening on' and 'SHA-256 <hex>' within 20 s)"
-        echo "  $OURS_DETAIL; last log lines:"
+        R_DETAIL="tunnel-server did not start (no 'listening on' and 'SHA-256 <hex>' within 20 s)"
+        echo "  $R_DETAIL; last log lines:"
         tail -n 8 "$d/server.log" | sed 's/^/    /'
         stop_pids "$server_pid"
         return 0
     fi
-    start_bg tunnel-client "$d/client.log" ip netns exec "$CLI" "$CLIENT_BIN" ip \
+    start_bg tunnel-client "$d/client.log" ip netns exec "$CLI" "${env[@]}" "$CLIENT_BIN" ip \
         --server 198.18.1.1:4433 --pin-sha256 "$fingerprint" \
         --cert "$WORK/pki/client.crt" --key "$WORK/pki/client.key" --tun stbcli0 "${mtu[@]}"
     client_pid=$BG_PID
@@ -469,32 +490,36 @@ run_ours() {
     wait_for 20 client_ready || true
     alive "$client_pid" && dev=$(pool_dev)
     if [ -z "$dev" ]; then
-        OURS_DETAIL="tunnel-client got no address from the pool within 20 s"
-        echo "  $OURS_DETAIL; last server and client log lines:"
+        R_DETAIL="tunnel-client got no address from the pool within 20 s"
+        echo "  $R_DETAIL; last server and client log lines:"
         tail -n 8 "$d/server.log" "$d/client.log" | sed 's/^/    /'
     elif [ "$(route_dev)" != "$dev" ]; then
-        OURS_DETAIL="the route to $DST_ADDR does not use the tunnel's TUN $dev (dev $(route_dev))"
-        echo "  $OURS_DETAIL"
+        R_DETAIL="the route to $DST_ADDR does not use the tunnel's TUN $dev (dev $(route_dev))"
+        echo "  $R_DETAIL"
     else
         echo "  up: $(ip -n "$CLI" -4 -o addr show dev "$dev" | awk '{ print $2, $4 }'), route to $DST_ADDR via $dev, tun mtu $(tun_mtu "$dev")"
         start_iperf_server
-        measure simpletunnel
+        R_OFFLOADS=$(grep -Eos 'TUN offloads on [^:]*: [^[]*' "$d/server.log" | head -n 1 | sed 's/ *$//' || true)
+        [ -z "$R_OFFLOADS" ] || echo "  server: $R_OFFLOADS"
+        measure "simpletunnel-$mode"
         stop_iperf_server
         OURS_TLS=$(grep -Eos 'tls=TLSv[0-9.]+ [A-Z0-9_]+' "$d/server.log" | head -n 1 | cut -d= -f2 || true)
-        OURS_RUNS=$MEASURED_RUNS OURS_MEDIAN=$MEASURED_MEDIAN
-        [ -n "$OURS_MEDIAN" ] && OURS_STATUS=ok || OURS_DETAIL="every iperf3 run failed"
+        R_RUNS=$MEASURED_RUNS R_MEDIAN=$MEASURED_MEDIAN R_RUNS_R=$MEASURED_RUNS_R R_MEDIAN_R=$MEASURED_MEDIAN_R
+        [ -n "$R_MEDIAN" ] && R_STATUS=ok || R_DETAIL="every iperf3 run failed"
         # The same tunnel, IPv6 (iperf3 -6 to the destination's IPv6 address).
-        OURS6_STATUS=failed
-        if ! ip -n "$CLI" -6 route get "$DST_ADDR6" 2>/dev/null | grep -q " dev $dev "; then
-            OURS6_DETAIL="the IPv6 route to $DST_ADDR6 does not use the tunnel's TUN $dev"
-            echo "  $OURS6_DETAIL"
-        else
-            echo "  IPv6: $(ip -n "$CLI" -6 -o addr show dev "$dev" scope global | awk '{ print $4 }'), route to $DST_ADDR6 via $dev"
-            start_iperf_server "$DST_ADDR6"
-            measure simpletunnel-v6 "$DST_ADDR6"
-            stop_iperf_server
-            OURS6_RUNS=$MEASURED_RUNS OURS6_MEDIAN=$MEASURED_MEDIAN
-            [ -n "$OURS6_MEDIAN" ] && OURS6_STATUS=ok || OURS6_DETAIL="every iperf3 -6 run failed"
+        if [ "$mode" = on ]; then
+            OURS6_STATUS=failed
+            if ! ip -n "$CLI" -6 route get "$DST_ADDR6" 2>/dev/null | grep -q " dev $dev "; then
+                OURS6_DETAIL="the IPv6 route to $DST_ADDR6 does not use the tunnel's TUN $dev"
+                echo "  $OURS6_DETAIL"
+            else
+                echo "  IPv6: $(ip -n "$CLI" -6 -o addr show dev "$dev" scope global | awk '{ print $4 }'), route to $DST_ADDR6 via $dev"
+                start_iperf_server "$DST_ADDR6"
+                measure simpletunnel-v6 "$DST_ADDR6"
+                stop_iperf_server
+                OURS6_RUNS=$MEASURED_RUNS OURS6_MEDIAN=$MEASURED_MEDIAN OURS6_RUNS_R=$MEASURED_RUNS_R OURS6_MEDIAN_R=$MEASURED_MEDIAN_R
+                [ -n "$OURS6_MEDIAN" ] && OURS6_STATUS=ok || OURS6_DETAIL="every iperf3 -6 run failed"
+            fi
         fi
     fi
     stop_pids "$client_pid" "$server_pid"
@@ -519,14 +544,20 @@ make_pki
 run_baseline
 # As the issue asks: OpenVPN's defaults (TCP_NODELAY off).
 run_openvpn default
-OVPN_STATUS=$R_STATUS OVPN_RUNS=$R_RUNS OVPN_MEDIAN=$R_MEDIAN OVPN_DETAIL=$R_DETAIL
+OVPN_STATUS=$R_STATUS OVPN_RUNS=$R_RUNS OVPN_MEDIAN=$R_MEDIAN OVPN_DETAIL=$R_DETAIL OVPN_RUNS_R=$R_RUNS_R OVPN_MEDIAN_R=$R_MEDIAN_R
 # Like for like: SwiftNIO sets TCP_NODELAY on our sockets; OpenVPN's --tcp-nodelay does the same.
-OVND_STATUS=skipped OVND_RUNS="" OVND_MEDIAN="" OVND_DETAIL="OPENVPN_NODELAY=0"
+OVND_STATUS=skipped OVND_RUNS="" OVND_MEDIAN="" OVND_DETAIL="OPENVPN_NODELAY=0" OVND_RUNS_R="" OVND_MEDIAN_R=""
 if [ "$OPENVPN_NODELAY" = 1 ]; then
     run_openvpn nodelay --tcp-nodelay
-    OVND_STATUS=$R_STATUS OVND_RUNS=$R_RUNS OVND_MEDIAN=$R_MEDIAN OVND_DETAIL=$R_DETAIL
+    OVND_STATUS=$R_STATUS OVND_RUNS=$R_RUNS OVND_MEDIAN=$R_MEDIAN OVND_DETAIL=$R_DETAIL OVND_RUNS_R=$R_RUNS_R OVND_MEDIAN_R=$R_MEDIAN_R
 fi
-run_ours
+run_ours on
+OURS_STATUS=$R_STATUS OURS_RUNS=$R_RUNS OURS_MEDIAN=$R_MEDIAN OURS_DETAIL=$R_DETAIL OURS_RUNS_R=$R_RUNS_R OURS_MEDIAN_R=$R_MEDIAN_R OURS_OFFLOADS=$R_OFFLOADS
+OFF_STATUS=skipped OFF_RUNS="" OFF_MEDIAN="" OFF_DETAIL="OURS_OFFLOAD_OFF=0" OFF_RUNS_R="" OFF_MEDIAN_R=""
+if [ "$OURS_OFFLOAD_OFF" = 1 ]; then
+    run_ours off
+    OFF_STATUS=$R_STATUS OFF_RUNS=$R_RUNS OFF_MEDIAN=$R_MEDIAN OFF_DETAIL=$R_DETAIL OFF_RUNS_R=$R_RUNS_R OFF_MEDIAN_R=$R_MEDIAN_R
+fi
 
 # --- report -----------------------------------------------------------------
 
@@ -540,22 +571,25 @@ if [ "$OURS_STATUS" = ok ] && [ "$OVND_STATUS" = ok ]; then
     VERDICT_ND=$(awk -v r="$RATIO_ND" -v t="$TARGET_RATIO" 'BEGIN { print (r >= t) ? "PASS" : "FAIL" }')
 fi
 
-row() {   # row LABEL STATUS MEDIAN RUNS DETAIL
+row() {   # row LABEL STATUS MEDIAN RUNS DETAIL MEDIAN_R RUNS_R
     if [ "$2" = ok ]; then
-        printf '  %-34s %8.2f   %s\n' "$1" "$3" "$4"
+        printf '  %-38s %8.2f %9s   up %s; down %s\n' "$1" "$3" "${6:-n/a}" "$4" "${7:-n/a}"
     else
-        printf '  %-34s %8s   %s\n' "$1" "n/a" "$5"
+        printf '  %-38s %8s %9s   %s\n' "$1" "n/a" "n/a" "$5"
     fi
 }
 echo
 echo "IP-layer throughput, iperf3 single TCP stream, median of $RUNS x ${DURATION} s"
-printf '  %-34s %8s   %s\n' configuration Gbit/s "runs (Gbit/s)"
-row "baseline veth (wire ceiling)" "$BASE_STATUS" "$BASE_MEDIAN" "$BASE_RUNS" "$BASE_DETAIL"
-row "OpenVPN $OPENVPN_SHORT TCP AES-256-GCM" "$OVPN_STATUS" "$OVPN_MEDIAN" "$OVPN_RUNS" "$OVPN_DETAIL"
+printf '  %-38s %8s %9s   %s\n' configuration "up Gbit/s" "down (-R)" "runs (Gbit/s)"
+row "baseline veth (wire ceiling)" "$BASE_STATUS" "$BASE_MEDIAN" "$BASE_RUNS" "$BASE_DETAIL" "$BASE_MEDIAN_R" "$BASE_RUNS_R"
+row "OpenVPN $OPENVPN_SHORT TCP AES-256-GCM" "$OVPN_STATUS" "$OVPN_MEDIAN" "$OVPN_RUNS" "$OVPN_DETAIL" "$OVPN_MEDIAN_R" "$OVPN_RUNS_R"
 [ "$OVND_STATUS" = skipped ] ||
-    row "  same, --tcp-nodelay" "$OVND_STATUS" "$OVND_MEDIAN" "$OVND_RUNS" "$OVND_DETAIL"
-row "SimpleTunnel TLS" "$OURS_STATUS" "$OURS_MEDIAN" "$OURS_RUNS" "$OURS_DETAIL"
-row "  same tunnel, IPv6 (iperf3 -6)" "$OURS6_STATUS" "$OURS6_MEDIAN" "$OURS6_RUNS" "$OURS6_DETAIL"
+    row "  same, --tcp-nodelay" "$OVND_STATUS" "$OVND_MEDIAN" "$OVND_RUNS" "$OVND_DETAIL" "$OVND_MEDIAN_R" "$OVND_RUNS_R"
+row "SimpleTunnel TLS, TUN offloads on" "$OURS_STATUS" "$OURS_MEDIAN" "$OURS_RUNS" "$OURS_DETAIL" "$OURS_MEDIAN_R" "$OURS_RUNS_R"
+row "  same tunnel, IPv6 (iperf3 -6)" "$OURS6_STATUS" "$OURS6_MEDIAN" "$OURS6_RUNS" "$OURS6_DETAIL" "$OURS6_MEDIAN_R" "$OURS6_RUNS_R"
+[ "$OFF_STATUS" = skipped ] ||
+    row "SimpleTunnel TLS, TUN offloads off" "$OFF_STATUS" "$OFF_MEDIAN" "$OFF_RUNS" "$OFF_DETAIL" "$OFF_MEDIAN_R" "$OFF_RUNS_R"
+[ -z "${OURS_OFFLOADS:-}" ] || echo "SimpleTunnel server: $OURS_OFFLOADS"
 if [ -n "$RATIO" ]; then
     echo "ratio SimpleTunnel/OpenVPN: $RATIO (target >= ${TARGET_RATIO}x): $VERDICT"
 else
@@ -585,9 +619,9 @@ json_str() {
 }
 json_verdict() { case $1 in PASS) echo true ;; FAIL) echo false ;; *) echo null ;; esac; }
 json_num() { [ -n "$1" ] && printf '%s' "$1" || printf null; }
-json_result() {   # STATUS MEDIAN RUNS DETAIL
-    printf '{"status": %s, "gbit_per_s_median": %s, "gbit_per_s_runs": [%s], "detail": %s}' \
-        "$(json_str "$1")" "$(json_num "$2")" "$(sed 's/ /, /g' <<<"$3")" "$(json_str "$4")"
+json_result() {   # STATUS MEDIAN RUNS DETAIL [MEDIAN_R RUNS_R]
+    printf '{"status": %s, "gbit_per_s_median": %s, "gbit_per_s_runs": [%s], "download_gbit_per_s_median": %s, "download_gbit_per_s_runs": [%s], "detail": %s}' \
+        "$(json_str "$1")" "$(json_num "$2")" "$(sed 's/ /, /g' <<<"$3")" "$(json_num "${5:-}")" "$(sed 's/ /, /g' <<<"${6:-}")" "$(json_str "$4")"
 }
 mkdir -p "$ROOT/benchmark-results"
 JSON=$ROOT/benchmark-results/ip-layer.json
@@ -608,11 +642,12 @@ JSON=$ROOT/benchmark-results/ip-layer.json
     printf '  "duration_seconds": %s,\n' "$DURATION"
     printf '  "runs": %s,\n' "$RUNS"
     printf '  "results": {\n'
-    printf '    "baseline_veth": %s,\n' "$(json_result "$BASE_STATUS" "$BASE_MEDIAN" "$BASE_RUNS" "$BASE_DETAIL")"
-    printf '    "openvpn_tcp_aes_256_gcm": %s,\n' "$(json_result "$OVPN_STATUS" "$OVPN_MEDIAN" "$OVPN_RUNS" "$OVPN_DETAIL")"
-    printf '    "openvpn_tcp_aes_256_gcm_tcp_nodelay": %s,\n' "$(json_result "$OVND_STATUS" "$OVND_MEDIAN" "$OVND_RUNS" "$OVND_DETAIL")"
-    printf '    "simpletunnel_tls": %s,\n' "$(json_result "$OURS_STATUS" "$OURS_MEDIAN" "$OURS_RUNS" "$OURS_DETAIL")"
-    printf '    "simpletunnel_tls_ipv6": %s\n' "$(json_result "$OURS6_STATUS" "$OURS6_MEDIAN" "$OURS6_RUNS" "$OURS6_DETAIL")"
+    printf '    "baseline_veth": %s,\n' "$(json_result "$BASE_STATUS" "$BASE_MEDIAN" "$BASE_RUNS" "$BASE_DETAIL" "$BASE_MEDIAN_R" "$BASE_RUNS_R")"
+    printf '    "openvpn_tcp_aes_256_gcm": %s,\n' "$(json_result "$OVPN_STATUS" "$OVPN_MEDIAN" "$OVPN_RUNS" "$OVPN_DETAIL" "$OVPN_MEDIAN_R" "$OVPN_RUNS_R")"
+    printf '    "openvpn_tcp_aes_256_gcm_tcp_nodelay": %s,\n' "$(json_result "$OVND_STATUS" "$OVND_MEDIAN" "$OVND_RUNS" "$OVND_DETAIL" "$OVND_MEDIAN_R" "$OVND_RUNS_R")"
+    printf '    "simpletunnel_tls": %s,\n' "$(json_result "$OURS_STATUS" "$OURS_MEDIAN" "$OURS_RUNS" "$OURS_DETAIL" "$OURS_MEDIAN_R" "$OURS_RUNS_R")"
+    printf '    "simpletunnel_tls_tun_offloads_off": %s,\n' "$(json_result "$OFF_STATUS" "$OFF_MEDIAN" "$OFF_RUNS" "$OFF_DETAIL" "$OFF_MEDIAN_R" "$OFF_RUNS_R")"
+    printf '    "simpletunnel_tls_ipv6": %s\n' "$(json_result "$OURS6_STATUS" "$OURS6_MEDIAN" "$OURS6_RUNS" "$OURS6_DETAIL" "$OURS6_MEDIAN_R" "$OURS6_RUNS_R")"
     printf '  },\n'
     printf '  "ratio_simpletunnel_over_openvpn": %s,\n' "$(json_num "$RATIO")"
     printf '  "target_ratio": %s,\n' "$TARGET_RATIO"

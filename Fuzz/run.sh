@@ -19,7 +19,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate FuzzNames)
+    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate FuzzNames FuzzTUNSplit)
 fi
 configuration=${FUZZ_CONFIGURATION:-release}
 
@@ -45,6 +45,7 @@ seeds() {
         FuzzXMLPropertyList) echo ../Fixtures/cf-source ../Examples ;;
         FuzzSOCKS5) echo Seeds/socks5 ;;
         FuzzNames) echo Seeds/names ;;
+        FuzzTUNSplit) echo Seeds/tun-split ;;
         *) echo "unknown target $1" >&2; exit 2 ;;
     esac
 }
@@ -55,6 +56,7 @@ maximum_length() {
         FuzzFrameDecoder|FuzzAuthenticationGate) echo 132000 ;;
         FuzzXMLPropertyList) echo 65536 ;;
         FuzzNames) echo 512 ;;
+        FuzzTUNSplit) echo 65545 ;;  # a 64 KiB super-packet and its virtio_net_hdr
         *) echo 4096 ;;
     esac
 }

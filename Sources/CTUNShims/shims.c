@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
+#include <linux/virtio_net.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdint.h>
@@ -12,11 +13,14 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 int st_interface_name_capacity(void) { return IFNAMSIZ; }
 
-int st_tun_open(const char *requested_name, char *actual_name, size_t length, int *error) {
+int st_tun_open(const char *requested_name, int want_vnet_header, char *actual_name, size_t length,
+                int *vnet_header, int *error) {
+    *vnet_header = 0;
     if (strlen(requested_name) >= IFNAMSIZ) {
         *error = ENAMETOOLONG;
         return -1;
@@ -29,11 +33,26 @@ int st_tun_open(const char *requested_name, char *actual_name, size_t length, in
     struct ifreq request;
     memset(&request, 0, sizeof(request));
     request.ifr_flags = IFF_TUN | IFF_NO_PI;
+    // Only when the kernel says it has the header: an old kernel refuses unknown flags.
+    unsigned int features = 0;
+    if (want_vnet_header && ioctl(fd, TUNGETFEATURES, &features) == 0 && (features & IFF_VNET_HDR)) {
+        request.ifr_flags |= IFF_VNET_HDR;
+    }
     strncpy(request.ifr_name, requested_name, IFNAMSIZ - 1);
     if (ioctl(fd, TUNSETIFF, &request) < 0) {
         *error = errno;
         close(fd);
         return -1;
+    }
+    if (request.ifr_flags & IFF_VNET_HDR) {
+        int size = (int)sizeof(struct virtio_net_hdr);
+        if (ioctl(fd, TUNSETVNETHDRSZ, &size) == 0) {
+            *vnet_header = 1;
+        } else {
+            *error = errno;
+            close(fd);
+            return -1;
+        }
     }
     if (length > 0) {
         strncpy(actual_name, request.ifr_name, length - 1);
@@ -42,14 +61,30 @@ int st_tun_open(const char *requested_name, char *actual_name, size_t length, in
     return fd;
 }
 
+int st_tun_set_offloads(int fd, unsigned int offloads, int *error) {
+    if (ioctl(fd, TUNSETOFFLOAD, (unsigned long)offloads) < 0) {
+        *error = errno;
+        return -1;
+    }
+    return 0;
+}
+
+ssize_t st_write_two(int fd, const void *first, size_t first_length, const void *second, size_t second_length) {
+    struct iovec parts[2] = {
+        {.iov_base = (void *)first, .iov_len = first_length},
+        {.iov_base = (void *)second, .iov_len = second_length},
+    };
+    return writev(fd, parts, 2);
+}
+
 int st_control_socket_open(int *error) {
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) *error = errno;
     return fd;
 }
 
-int st_tun_open_in_namespace(const char *netns_path, const char *requested_name,
-                             char *actual_name, size_t length,
+int st_tun_open_in_namespace(const char *netns_path, const char *requested_name, int want_vnet_header,
+                             char *actual_name, size_t length, int *vnet_header,
                              int *control_fd, int *failed_step, int *error) {
     *failed_step = ST_STEP_ENTER;
     *control_fd = -1;
@@ -73,7 +108,7 @@ int st_tun_open_in_namespace(const char *netns_path, const char *requested_name,
         return -1;
     }
     *failed_step = ST_STEP_NONE;
-    int fd = st_tun_open(requested_name, actual_name, length, error);
+    int fd = st_tun_open(requested_name, want_vnet_header, actual_name, length, vnet_header, error);
     if (fd >= 0) {
         *control_fd = st_control_socket_open(error);
         if (*control_fd < 0) {

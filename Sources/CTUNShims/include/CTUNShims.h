@@ -8,10 +8,25 @@
 /// IFNAMSIZ, so Swift can size the name buffer.
 int st_interface_name_capacity(void);
 
+#include <sys/types.h>
+
 /// Opens /dev/net/tun as a non-blocking, close-on-exec IFF_TUN | IFF_NO_PI
 /// device. `requested_name` may be empty (kernel picks "tunN") or a pattern
 /// such as "stun%d". The name the kernel chose is copied to `actual_name`.
-int st_tun_open(const char *requested_name, char *actual_name, size_t length, int *error);
+/// With `want_vnet_header`, and when the kernel offers it, the device is
+/// opened with IFF_VNET_HDR and a 10-byte virtio_net_hdr before every packet
+/// read or written; *vnet_header says whether that happened.
+int st_tun_open(const char *requested_name, int want_vnet_header, char *actual_name, size_t length,
+                int *vnet_header, int *error);
+
+/// TUNSETOFFLOAD: which TUN_F_* offloads the kernel may hand us (needs a vnet header).
+int st_tun_set_offloads(int fd, unsigned int offloads, int *error);
+
+/// One writev() of two parts: a virtio_net_hdr and its packet.
+ssize_t st_write_two(int fd, const void *first, size_t first_length, const void *second, size_t second_length);
+
+/// TUN_F_* flags for st_tun_set_offloads.
+enum { ST_TUN_F_CSUM = 0x01, ST_TUN_F_TSO4 = 0x02, ST_TUN_F_TSO6 = 0x04 };
 
 /// Like st_tun_open, but inside the network namespace at `netns_path`
 /// (/var/run/netns/NAME). The calling thread enters the namespace, opens the
@@ -22,8 +37,8 @@ int st_tun_open(const char *requested_name, char *actual_name, size_t length, in
 /// ST_STEP_OPEN (device or socket not opened, -1 returned) or ST_STEP_RETURN
 /// (device opened, but the thread stays in the namespace: do not reuse it).
 enum { ST_STEP_NONE = 0, ST_STEP_ENTER = 1, ST_STEP_OPEN = 2, ST_STEP_RETURN = 3 };
-int st_tun_open_in_namespace(const char *netns_path, const char *requested_name,
-                             char *actual_name, size_t length,
+int st_tun_open_in_namespace(const char *netns_path, const char *requested_name, int want_vnet_header,
+                             char *actual_name, size_t length, int *vnet_header,
                              int *control_fd, int *failed_step, int *error);
 
 /// A datagram socket for interface ioctls in the calling thread's namespace.

@@ -42,6 +42,12 @@ public struct PacketFlowCounters: Sendable, Hashable {
     public var bytesWritten = 0
     /// Packets given to `writePackets` that never reached the system.
     public var writeDrops = 0
+    /// TCP super-packets the kernel handed over and that were split (TUN offloads).
+    public var superPacketsRead = 0
+    /// Writes that carried several packets coalesced into one super-packet (TUN offloads).
+    public var superPacketsWritten = 0
+    /// Reads dropped because their virtio_net_hdr did not fit the packet.
+    public var malformedReads = 0
 
     public init() {}
 
@@ -51,8 +57,15 @@ public struct PacketFlowCounters: Sendable, Hashable {
     }
 
     mutating func recordWritten(_ packet: ByteBuffer) {
-        packetsWritten += 1
-        bytesWritten += packet.readableBytes
+        recordWritten(packet, segments: 1, headerLength: 0)
+    }
+
+    /// A write of `segments` packets, coalesced when more than one: each but
+    /// the first also had its own `headerLength` bytes of headers.
+    mutating func recordWritten(_ packet: ByteBuffer, segments: Int, headerLength: Int) {
+        packetsWritten += segments
+        bytesWritten += packet.readableBytes + (segments - 1) * headerLength
+        if segments > 1 { superPacketsWritten += 1 }
     }
 }
 

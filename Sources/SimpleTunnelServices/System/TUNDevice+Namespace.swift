@@ -13,14 +13,17 @@ extension TUNDevice {
     /// keep the namespace they were created in, so the device is read and
     /// written from any thread afterwards, and nothing else ever runs in the
     /// switched thread, even if switching back were to fail.
-    public static func open(name: String = "stun%d", inNamespace namespace: String, logger: Logger = Logger(label: "simpletunnel.tun")) throws(TUNDeviceError) -> TUNDevice {
+    public static func open(
+        name: String = "stun%d", inNamespace namespace: String, offloads: TUNOffloadRequest = .fromEnvironment,
+        logger: Logger = Logger(label: "simpletunnel.tun")
+    ) throws(TUNDeviceError) -> TUNDevice {
         guard !namespace.isEmpty, !namespace.contains("/"), namespace != ".", namespace != ".." else {
             throw .namespaceUnavailable(namespace: namespace, errno: EINVAL)
         }
         let outcome = NamespaceOpenOutcome()
         let finished = DispatchSemaphore(value: 0)
         let thread = Thread {
-            outcome.open(name: name, netnsPath: "/var/run/netns/\(namespace)")
+            outcome.open(name: name, netnsPath: "/var/run/netns/\(namespace)", virtioHeader: offloads == .automatic)
             finished.signal()
         }
         thread.name = "TUN open in \(namespace)"
@@ -38,21 +41,22 @@ extension TUNDevice {
         default:
             break
         }
-        return try TUNDevice(deviceFD: result.deviceFD, controlFD: result.controlFD, name: result.name, logger: logger)
+        return try TUNDevice(deviceFD: result.deviceFD, controlFD: result.controlFD, name: result.name, virtioHeader: result.virtioHeader, logger: logger)
     }
 }
 
 /// Written once by the opening thread before it signals, read after: the
 /// semaphore orders the accesses.
 private final class NamespaceOpenOutcome: @unchecked Sendable {
-    var result: (deviceFD: CInt, controlFD: CInt, name: String, errno: CInt, failedStep: CInt) = (-1, -1, "", 0, CInt(ST_STEP_ENTER))
+    var result: (deviceFD: CInt, controlFD: CInt, name: String, virtioHeader: Bool, errno: CInt, failedStep: CInt) = (-1, -1, "", false, 0, CInt(ST_STEP_ENTER))
 
-    func open(name: String, netnsPath: String) {
+    func open(name: String, netnsPath: String, virtioHeader: Bool) {
         var error: CInt = 0
         var controlFD: CInt = -1
         var failedStep: CInt = 0
+        var vnetHeader: CInt = 0
         var actualName = [CChar](repeating: 0, count: Int(st_interface_name_capacity()))
-        let fd = st_tun_open_in_namespace(netnsPath, name, &actualName, actualName.count, &controlFD, &failedStep, &error)
-        result = (fd, controlFD, TUNDevice.interfaceName(actualName), error, failedStep)
+        let fd = st_tun_open_in_namespace(netnsPath, name, virtioHeader ? 1 : 0, &actualName, actualName.count, &vnetHeader, &controlFD, &failedStep, &error)
+        result = (fd, controlFD, TUNDevice.interfaceName(actualName), vnetHeader != 0, error, failedStep)
     }
 }

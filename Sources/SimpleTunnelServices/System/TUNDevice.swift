@@ -7,13 +7,20 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// A Linux TUN interface (`IFF_TUN | IFF_NO_PI`: bare IP packets, no
-/// header) driven by its own reader thread and plain `write()` calls.
+/// A Linux TUN interface (`IFF_TUN | IFF_NO_PI`) driven by its own reader
+/// thread and plain `write()` calls.
 ///
 /// Not a NIO channel on purpose: NIO's pipe channel gathers queued writes
 /// into one `writev`, which glues packets together on a TUN device. Here
 /// every read and every write is exactly one packet, read into a 64 KiB
 /// buffer so that no MTU can truncate one.
+///
+/// With offloads (`offloads`, on unless `SIMPLETUNNEL_TUN_OFFLOAD=off` or
+/// the kernel lacks them) each read and write carries a virtio_net_hdr: a read
+/// may be a TCP super-packet of up to 64 KiB, split here into MTU-sized
+/// segments before anyone sees it, and the TCP segments of one flow in a
+/// batch of writes go to the kernel as one super-packet. Users of a
+/// `PacketFlow` see whole MTU-sized packets either way.
 ///
 /// Addresses, routes and the link state belong to `LinuxNetworkConfigurator`.
 public final class TUNDevice: PacketFlow, @unchecked Sendable {
@@ -27,6 +34,9 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
     /// Signalled by `close()` to wake the reader out of `poll()`.
     private let wakeFD: CInt
     private let logger: Logger
+    /// What the kernel agreed to when the device was opened.
+    public let offloads: TUNOffloads
+    private let allocator = ByteBufferAllocator()
 
     private enum State {
         case idle
@@ -38,27 +48,32 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
     private var state = State.idle
     private var countersStorage = PacketFlowCounters()
     /// The reader's counts, apart: counting a batch must not wait behind a write to the device.
-    private let readCounts = NIOLockedValueBox((packets: 0, bytes: 0))
+    private let readCounts = NIOLockedValueBox(TUNReadTally())
     private var lastKnownMTU: Int
 
     /// Creates a TUN interface in the calling process's network namespace.
     /// - Parameter name: an exact name ("stun0") or a pattern with one `%d`
     ///   ("stun%d"); the kernel's choice is `name` on the result.
-    public static func open(name: String = "stun%d", logger: Logger = Logger(label: "simpletunnel.tun")) throws(TUNDeviceError) -> TUNDevice {
+    /// - Parameter offloads: `.off` opens the device without a virtio_net_hdr.
+    public static func open(
+        name: String = "stun%d", offloads: TUNOffloadRequest = .fromEnvironment, logger: Logger = Logger(label: "simpletunnel.tun")
+    ) throws(TUNDeviceError) -> TUNDevice {
         var error: CInt = 0
+        var vnetHeader: CInt = 0
         var actualName = [CChar](repeating: 0, count: Int(st_interface_name_capacity()))
-        let fd = st_tun_open(name, &actualName, actualName.count, &error)
+        let fd = st_tun_open(name, offloads == .automatic ? 1 : 0, &actualName, actualName.count, &vnetHeader, &error)
         guard fd >= 0 else { throw .openFailed(name: name, errno: error) }
         let controlFD = st_control_socket_open(&error)
         guard controlFD >= 0 else {
             Glibc.close(fd)
             throw .setupFailed(what: "control socket", errno: error)
         }
-        return try TUNDevice(deviceFD: fd, controlFD: controlFD, name: Self.interfaceName(actualName), logger: logger)
+        return try TUNDevice(deviceFD: fd, controlFD: controlFD, name: Self.interfaceName(actualName), virtioHeader: vnetHeader != 0, logger: logger)
     }
 
     /// Takes ownership of both descriptors (closing them if this fails).
-    init(deviceFD: CInt, controlFD: CInt, name: String, logger: Logger) throws(TUNDeviceError) {
+    /// With `virtioHeader`, asks the kernel for the offloads it will give.
+    init(deviceFD: CInt, controlFD: CInt, name: String, virtioHeader: Bool, logger: Logger) throws(TUNDeviceError) {
         var error: CInt = 0
         let wakeFD = st_wake_fd_open(&error)
         guard wakeFD >= 0 else {
@@ -71,6 +86,8 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         self.wakeFD = wakeFD
         self.name = name
         self.logger = logger
+        self.offloads = virtioHeader ? Self.enableOffloads(deviceFD) : .off
+        logger.info("TUN offloads on \(name): \(offloads)")
         let mtu = st_interface_mtu(controlFD, name, &error)
         lastKnownMTU = mtu > 0 ? Int(mtu) : 1500
     }
@@ -93,9 +110,22 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         return Int(mtu)
     }
 
+    /// The most the kernel accepts of what we ask, trying less until it agrees.
+    private static func enableOffloads(_ fd: CInt) -> TUNOffloads {
+        var error: CInt = 0
+        for flags in TUNOffloads.attempts where st_tun_set_offloads(fd, CUnsignedInt(flags), &error) == 0 {
+            return TUNOffloads(virtioHeader: true, kernelFlags: flags)
+        }
+        return TUNOffloads(virtioHeader: true, kernelFlags: 0)
+    }
+
     public var counters: PacketFlowCounters {
         var counters = lock.withLock { countersStorage }
-        (counters.packetsRead, counters.bytesRead) = readCounts.withLockedValue { $0 }
+        let read = readCounts.withLockedValue { $0 }
+        counters.packetsRead = read.packets
+        counters.bytesRead = read.bytes
+        counters.superPacketsRead = read.superPackets
+        counters.malformedReads = read.malformed
         return counters
     }
 
@@ -114,9 +144,9 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         }
         guard shouldStart else { return }
         let reader = TUNReaderLoop(
-            deviceFD: deviceFD, wakeFD: wakeFD, name: name, eventLoop: eventLoop, deliver: deliver,
+            deviceFD: deviceFD, wakeFD: wakeFD, name: name, virtioHeader: offloads.virtioHeader, eventLoop: eventLoop, deliver: deliver,
             isClosed: { [weak self] in self?.isClosed ?? true },
-            record: { [weak self] batch in self?.recordRead(batch) },
+            record: { [weak self] tally in self?.readCounts.withLockedValue { $0.add(tally) } },
             logger: logger
         )
         let thread = Thread {
@@ -128,26 +158,43 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
     }
 
     public func writePackets(_ packets: [ByteBuffer]) {
+        // Coalesced outside the lock: the server's tunnels write from several event loops at once.
+        let outgoing = offloads.virtioHeader ? TCPCoalescing.coalesce(packets, allocator: allocator) : nil
         lock.withLock {
             guard case .closed = state else {
-                for packet in packets { writeLocked(packet) }
+                if let outgoing {
+                    for item in outgoing { writeLocked(item.packet, header: item.header, segments: item.segments) }
+                } else {
+                    for packet in packets { writeLocked(packet, header: nil, segments: 1) }
+                }
                 return
             }
             countersStorage.writeDrops += packets.count
         }
     }
 
-    /// One `write()` per packet; never blocks (the descriptor is non-blocking).
-    private func writeLocked(_ packet: ByteBuffer) {
+    /// Ten zero bytes: the virtio_net_hdr of a packet that needs nothing done.
+    private static let plainHeader = VirtioNetHeader.plain.bytes
+
+    /// One `write()` per packet (with its virtio_net_hdr, when the device has
+    /// one); never blocks (the descriptor is non-blocking).
+    private func writeLocked(_ packet: ByteBuffer, header: VirtioNetHeader?, segments: Int) {
+        let headerBytes = header.map { $0 == .plain ? Self.plainHeader : $0.bytes } ?? []
         while true {
-            let written = packet.withUnsafeReadableBytes { Glibc.write(deviceFD, $0.baseAddress, $0.count) }
-            if written == packet.readableBytes && written > 0 {
-                countersStorage.recordWritten(packet)
+            let written = packet.withUnsafeReadableBytes { body in
+                headerBytes.withUnsafeBytes { head in
+                    head.isEmpty
+                        ? Glibc.write(deviceFD, body.baseAddress, body.count)
+                        : st_write_two(deviceFD, head.baseAddress, head.count, body.baseAddress, body.count)
+                }
+            }
+            if written == packet.readableBytes + headerBytes.count && written > 0 {
+                countersStorage.recordWritten(packet, segments: segments, headerLength: Int(header?.headerLength ?? 0))
                 return
             }
             let code = errno
             if written < 0 && code == EINTR { continue }
-            countersStorage.writeDrops += 1
+            countersStorage.writeDrops += segments
             // A full device is ordinary congestion; anything else (a packet
             // that is not IPv4/IPv6, the interface gone) deserves a note.
             if written >= 0 || code != EAGAIN {
@@ -196,10 +243,5 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
             if case .closed = state { return true }
             return false
         }
-    }
-
-    private func recordRead(_ batch: [ByteBuffer]) {
-        let bytes = batch.reduce(0) { $0 + $1.readableBytes }
-        readCounts.withLockedValue { $0 = ($0.packets + batch.count, $0.bytes + bytes) }
     }
 }

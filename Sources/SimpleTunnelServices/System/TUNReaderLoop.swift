@@ -6,21 +6,40 @@ import Glibc
 import Logging
 import NIOCore
 
+/// What one wake-up of the reader read.
+struct TUNReadTally: Sendable {
+    var packets = 0
+    var bytes = 0
+    var superPackets = 0
+    var malformed = 0
+
+    mutating func add(_ other: TUNReadTally) {
+        packets += other.packets
+        bytes += other.bytes
+        superPackets += other.superPackets
+        malformed += other.malformed
+    }
+}
+
 /// The body of a TUN device's reader thread: wait with `poll()` for a packet
 /// or the wake-up signal, read every packet that is immediately available
-/// (one `read()` each, up to a batch), and hop to the event loop once per batch.
+/// (one `read()` each, up to a batch; a super-packet split into its segments),
+/// and hop to the event loop once per wake-up.
 struct TUNReaderLoop: Sendable {
     let deviceFD: CInt
     let wakeFD: CInt
     let name: String
+    /// Every read starts with a virtio_net_hdr.
+    let virtioHeader: Bool
     let eventLoop: EventLoop
     let deliver: @Sendable ([ByteBuffer]) -> Void
     let isClosed: @Sendable () -> Bool
-    let record: @Sendable ([ByteBuffer]) -> Void
+    let record: @Sendable (TUNReadTally) -> Void
     let logger: Logger
 
-    /// Larger than any IPv4/IPv6 packet without jumbo options, so no MTU truncates a read.
-    static let readBufferSize = 65_535
+    /// Larger than any IPv4/IPv6 packet without jumbo options (a TSO super-packet
+    /// included) and its virtio_net_hdr, so no MTU truncates a read.
+    static let readBufferSize = 65_535 + 40 + VirtioNetHeader.size
     /// How long `poll()` sleeps before re-checking for close (the wake-up fd normally ends it sooner).
     static let pollTimeoutMilliseconds: CInt = 500
     /// Batches handed to the event loop but not yet delivered. Beyond this the
@@ -31,6 +50,7 @@ struct TUNReaderLoop: Sendable {
         var scratch = [UInt8](repeating: 0, count: Self.readBufferSize)
         let allocator = ByteBufferAllocator()
         let inFlight = DispatchSemaphore(value: Self.maximumBatchesInFlight)
+        var malformedLog = LogRateLimiter()
         while !isClosed() {
             var error: CInt = 0
             switch st_poll_readable(deviceFD, wakeFD, Self.pollTimeoutMilliseconds, &error) {
@@ -42,7 +62,7 @@ struct TUNReaderLoop: Sendable {
                 return
             case 3:
                 // Read once anyway: the errno says why (EBADFD once the interface is deleted).
-                let (_, failure) = readAvailable(into: &scratch, allocator: allocator)
+                let (_, _, failure) = readAvailable(into: &scratch, allocator: allocator, malformedLog: &malformedLog)
                 logger.error("TUN reader stopped: the device reported an error", metadata: ["device": "\(name)", "error": "\(failure ?? "no data")"])
                 return
             default:
@@ -50,13 +70,18 @@ struct TUNReaderLoop: Sendable {
                 logger.error("TUN reader stopped: poll failed", metadata: ["device": "\(name)", "error": "\(errnoText(error))"])
                 return
             }
-            let (batch, failure) = readAvailable(into: &scratch, allocator: allocator)
+            let (batch, tally, failure) = readAvailable(into: &scratch, allocator: allocator, malformedLog: &malformedLog)
+            record(tally)
             if !batch.isEmpty {
                 guard waitForRoom(inFlight) else { return }
-                record(batch)
                 let deliver = self.deliver
                 eventLoop.execute {
-                    deliver(batch)
+                    // A split super-packet can make more than one batch's worth.
+                    if batch.count <= PacketFlowLimits.maximumBatchSize {
+                        deliver(batch)
+                    } else {
+                        for slice in batch.packetBatches { deliver(Array(slice)) }
+                    }
                     inFlight.signal()
                 }
             }
@@ -69,23 +94,59 @@ struct TUNReaderLoop: Sendable {
 
     /// Reads packets until none is waiting or the batch is full. A read error
     /// other than "nothing to read" (the interface was deleted, say) ends the reader.
-    private func readAvailable(into scratch: inout [UInt8], allocator: ByteBufferAllocator) -> ([ByteBuffer], String?) {
+    private func readAvailable(
+        into scratch: inout [UInt8], allocator: ByteBufferAllocator, malformedLog: inout LogRateLimiter
+    ) -> ([ByteBuffer], TUNReadTally, String?) {
         var batch: [ByteBuffer] = []
+        var tally = TUNReadTally()
         while batch.count < PacketFlowLimits.maximumBatchSize {
             let count = scratch.withUnsafeMutableBytes { Glibc.read(deviceFD, $0.baseAddress, $0.count) }
             if count > 0 {
-                batch.append(allocator.buffer(bytes: scratch[0..<count]))
+                let before = batch.count
+                if virtioHeader {
+                    unpack(scratch, count: count, allocator: allocator, into: &batch, tally: &tally, malformedLog: &malformedLog)
+                } else {
+                    batch.append(allocator.buffer(bytes: scratch[0..<count]))
+                }
+                tally.packets += batch.count - before
+                for packet in batch[before...] { tally.bytes += packet.readableBytes }
                 continue
             }
-            if count == 0 { return (batch, "end of file") }
+            if count == 0 { return (batch, tally, "end of file") }
             let code = errno
             switch code {
             case EINTR: continue
-            case EAGAIN: return (batch, nil)
-            default: return (batch, errnoText(code))
+            case EAGAIN: return (batch, tally, nil)
+            default: return (batch, tally, errnoText(code))
             }
         }
-        return (batch, nil)
+        return (batch, tally, nil)
+    }
+
+    /// One read of a device with a virtio_net_hdr: its packet, or the segments
+    /// of its super-packet. A header that does not fit is dropped and noted.
+    private func unpack(
+        _ scratch: [UInt8], count: Int, allocator: ByteBufferAllocator, into batch: inout [ByteBuffer], tally: inout TUNReadTally,
+        malformedLog: inout LogRateLimiter
+    ) {
+        let outcome: Result<Void, TUNOffloadError> = scratch.withUnsafeBytes { bytes in
+            let read = UnsafeRawBufferPointer(rebasing: bytes[0..<count])
+            guard let header = VirtioNetHeader(read) else { return .failure(.truncatedHeader(bytes: count)) }
+            let packet = UnsafeRawBufferPointer(rebasing: read[VirtioNetHeader.size...])
+            if header.gsoType != VirtioNetHeader.GSOType.none { tally.superPackets += 1 }
+            do throws(TUNOffloadError) {
+                try TCPSegmentation.split(packet, header: header, allocator: allocator, into: &batch)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        if case .failure(let error) = outcome {
+            tally.malformed += 1
+            if let suppressed = malformedLog.admit() {
+                logger.warning("TUN read dropped", metadata: ["device": "\(name)", "reason": "\(error)", "suppressed": "\(suppressed)"])
+            }
+        }
     }
 
     /// Waits for the event loop to catch up, giving up when the device closes.

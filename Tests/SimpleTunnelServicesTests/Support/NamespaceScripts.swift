@@ -112,4 +112,38 @@ enum NamespaceScripts {
         sock.sendto(bytes([index % 256]) * (first + index * step), (target, port))
     print("sent", count, flush=True)
     """
+
+    /// Receives one TCP connection to its end. Arguments: bind address, port.
+    /// Prints "ready", then "received BYTES SHA256".
+    static let tcpSink = """
+    import hashlib, socket, sys
+    family = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+    server = socket.socket(family, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((sys.argv[1], int(sys.argv[2])))
+    server.listen(1)
+    server.settimeout(30)
+    print("ready", flush=True)
+    connection, _ = server.accept()
+    connection.settimeout(30)
+    digest, count = hashlib.sha256(), 0
+    while True:
+        data = connection.recv(1 << 20)
+        if not data:
+            break
+        digest.update(data)
+        count += len(data)
+    print("received", count, digest.hexdigest(), flush=True)
+    """
+
+    /// Sends random bytes over one TCP connection. Arguments: address, port,
+    /// byte count. Prints "sent BYTES SHA256".
+    static let tcpSource = """
+    import hashlib, os, socket, sys
+    data = os.urandom(int(sys.argv[3]))
+    connection = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+    connection.sendall(data)
+    connection.close()
+    print("sent", len(data), hashlib.sha256(data).hexdigest(), flush=True)
+    """
 }

@@ -41,6 +41,8 @@ final class VPNLab {
     let directory: String
     let dualStack: Bool
     private(set) var serverProcess: ExternalProcess?
+    /// Put before both programs' command lines, e.g. `["env", "NAME=value"]`.
+    var launchPrefix: [String] = []
 
     init(dualStack: Bool = false) throws {
         self.dualStack = dualStack
@@ -108,7 +110,7 @@ final class VPNLab {
         let path = directory + "/server.plist"
         try Data(configuration.utf8).write(to: URL(fileURLWithPath: path))
         let host = dualStack ? "::" : "0.0.0.0"
-        let process = try lab.start(in: server, [
+        let process = try lab.start(in: server, launchPrefix + [
             BuiltPrograms.tunnelServer, "--host", host, "--port", "4433", "--config", path,
             "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"), "--client-ca", pki.caFile,
             "--tun", "stun0", "--mtu", "1300", "--log-level", "debug", "--state-directory", directory + "/server-state",
@@ -136,7 +138,7 @@ final class VPNLab {
         in namespace: String, serverAddress: String, device: String, expectUp: Bool = true, arguments: [String] = []
     ) async throws -> ExternalProcess {
         let identity = try pki.issueClient("client-\(device)")
-        let process = try lab.start(in: namespace, [
+        let process = try lab.start(in: namespace, launchPrefix + [
             BuiltPrograms.tunnelClient, "ip", "--server", "\(serverAddress):4433", "--ca", pki.caFile,
             "--cert", pki.certificatePath(identity), "--key", pki.keyPath(identity), "--server-name", "localhost",
             "--tun", device, "--log-level", "info", "--control", controlPath(device),

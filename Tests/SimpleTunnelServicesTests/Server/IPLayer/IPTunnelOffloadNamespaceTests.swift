@@ -1,0 +1,33 @@
+import Foundation
+import Testing
+@testable import SimpleTunnelServices
+
+/// The whole VPN with the TUN devices' offloads on (the default) and off:
+/// TCP in both directions arrives intact, and each end says which it uses.
+@Suite("IP tunnel with and without TUN offloads", .serialized, .timeLimit(.minutes(3)))
+struct IPTunnelOffloadNamespaceTests {
+    @Test(.enabled(if: NetworkNamespaceLab.isPythonAvailable, "needs root, /dev/net/tun, ip netns and python3"), arguments: [true, false])
+    func tcpBothWaysArrivesIntact(offloads: Bool) async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        if !offloads { vpn.launchPrefix = ["env", "\(TUNOffloadRequest.environmentVariable)=off"] }
+        try await vpn.startServer()
+        let client = try vpn.clientNamespace(1)
+        let process = try await vpn.startClient(in: client, serverAddress: "198.18.11.1", device: "stun1")
+        let expected = offloads ? "TUN offloads on stun0: checksum, TSO4, TSO6" : "TUN offloads on stun0: off"
+        #expect(vpn.serverProcess?.outputSoFar.contains(expected) == true, "\(vpn.serverProcess?.outputSoFar ?? "")")
+        let clientExpected = offloads ? "TUN offloads on stun1: checksum, TSO4, TSO6" : "TUN offloads on stun1: off"
+        #expect(process.outputSoFar.contains(clientExpected), "\(process.outputSoFar)")
+
+        // Upload: the client sends to the destination behind the server; download: the destination sends to the client's lease.
+        for (from, to, address) in [(client, vpn.destination, "198.18.2.2"), (vpn.destination, client, "10.90.0.2")] {
+            let sink = try vpn.lab.start(in: to, ["python3", "-c", NamespaceScripts.tcpSink, address, "5201"])
+            #expect(await sink.waitForOutput(containing: "ready", timeout: 15) != nil, "\(sink.outputSoFar)")
+            let source = try vpn.lab.run(in: from, ["python3", "-c", NamespaceScripts.tcpSource, address, "5201", String(6 * 1024 * 1024)], timeout: .seconds(90))
+            let (_, output) = await sink.finish(timeout: 30)
+            let sent = source.standardOutput.split(separator: "\n").first { $0.hasPrefix("sent ") }?.dropFirst(5)
+            let received = output.split(separator: "\n").first { $0.hasPrefix("received ") }?.dropFirst(9)
+            #expect(sent != nil && sent == received, "to \(address): sent \(String(describing: sent)), received \(output)\n\(process.outputSoFar)")
+        }
+    }
+}
