@@ -50,7 +50,7 @@ struct TUNReaderLoop: Sendable {
         var scratch = [UInt8](repeating: 0, count: Self.readBufferSize)
         let allocator = ByteBufferAllocator()
         let inFlight = DispatchSemaphore(value: Self.maximumBatchesInFlight)
-        var malformedLog = LogRateLimiter()
+        var malformedLog = LineRateLimiter()
         while !isClosed() {
             var error: CInt = 0
             switch st_poll_readable(deviceFD, wakeFD, Self.pollTimeoutMilliseconds, &error) {
@@ -95,7 +95,7 @@ struct TUNReaderLoop: Sendable {
     /// Reads packets until none is waiting or the batch is full. A read error
     /// other than "nothing to read" (the interface was deleted, say) ends the reader.
     private func readAvailable(
-        into scratch: inout [UInt8], allocator: ByteBufferAllocator, malformedLog: inout LogRateLimiter
+        into scratch: inout [UInt8], allocator: ByteBufferAllocator, malformedLog: inout LineRateLimiter
     ) -> ([ByteBuffer], TUNReadTally, String?) {
         var batch: [ByteBuffer] = []
         var tally = TUNReadTally()
@@ -127,7 +127,7 @@ struct TUNReaderLoop: Sendable {
     /// of its super-packet. A header that does not fit is dropped and noted.
     private func unpack(
         _ scratch: [UInt8], count: Int, allocator: ByteBufferAllocator, into batch: inout [ByteBuffer], tally: inout TUNReadTally,
-        malformedLog: inout LogRateLimiter
+        malformedLog: inout LineRateLimiter
     ) {
         let outcome: Result<Void, TUNOffloadError> = scratch.withUnsafeBytes { bytes in
             let read = UnsafeRawBufferPointer(rebasing: bytes[0..<count])
