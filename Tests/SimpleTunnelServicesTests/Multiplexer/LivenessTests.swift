@@ -103,9 +103,10 @@ struct LivenessTests {
         let started = ContinuousClock.now
         let client = try await TunnelClientConnection.connect(settings: settings, group: group, logger: TunnelFixture.logger)
         // Closed by the unanswered probe: not before the probe is due and has had its time, and not long after.
-        #expect(await AdmissionPeers.eventually(timeout: .seconds(5)) { !client.channel.isActive })
+        // The upper bound only says the probe, not some later timeout, ended it; a loaded machine gets room.
+        #expect(await AdmissionPeers.eventually(timeout: .seconds(20)) { !client.channel.isActive })
         let waited = ContinuousClock.now - started
-        #expect(waited >= .milliseconds(700) && waited < .seconds(5), "closed after \(waited)")
+        #expect(waited >= .milliseconds(700) && waited < .seconds(20), "closed after \(waited)")
         try? await listener.close()
         try? await group.shutdownGracefully()
     }
