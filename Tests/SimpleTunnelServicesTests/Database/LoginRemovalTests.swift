@@ -10,11 +10,17 @@ import Testing
 struct LoginRemovalTests {
     let directory = NSTemporaryDirectory() + "login-removal-\(UUID().uuidString.prefix(8))"
 
-    func passwd(_ arguments: [String], password: String = "", postgres: ThrowawayPostgres) throws -> String {
-        try ThrowawayPostgres.run(
-            ["sh", "-c", "p=$0 program=$1 url=$2; shift 2; printf '%s\\n' \"$p\" | \"$program\" passwd \"$@\" --database \"$url\"", password, BuiltPrograms.tunnelServer, postgres.socketURL]
-                + arguments,
-            as: nil)
+    /// `tunnel-server passwd … --database`, awaited without holding one of Swift's few cooperative threads.
+    struct PasswdFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    func passwd(_ arguments: [String], password: String = "", postgres: ThrowawayPostgres) async throws -> String {
+        let process = try ExternalProcess(
+            [BuiltPrograms.tunnelServer, "passwd"] + arguments + ["--database", postgres.socketURL], standardInput: .text(password + "\n"))
+        let result = await process.finish(timeout: 60)
+        guard result.status == 0 else { throw PasswdFailed(description: "passwd \(arguments) exited \(result.status): \(result.output)") }
+        return result.output
     }
 
     @Test(.enabled(if: TestRequirements.met(ThrowawayPostgres.isAvailable, ThrowawayPostgres.requirement)), .timeLimit(.minutes(3)))
@@ -23,8 +29,8 @@ struct LoginRemovalTests {
         defer { postgres.remove() }
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        _ = try passwd(["alice"], password: "wonderland", postgres: postgres)
-        _ = try passwd(["bob"], password: "builder", postgres: postgres)
+        _ = try await passwd(["alice"], password: "wonderland", postgres: postgres)
+        _ = try await passwd(["bob"], password: "builder", postgres: postgres)
 
         var servers: [(process: ExternalProcess, port: Int, identity: SelfSignedIdentity)] = []
         defer { servers.forEach { $0.process.terminate() } }
@@ -60,7 +66,7 @@ struct LoginRemovalTests {
             try await client.query("SELECT pg_notify('simpletunnel_logins', 'alice')", logger: logger)
         }
 
-        let removed = try passwd(["bob", "--remove"], postgres: postgres)
+        let removed = try await passwd(["bob", "--remove"], postgres: postgres)
         #expect(removed.contains("bob removed from the database"), "\(removed)")
         #expect(await Loopback.waitUntil(seconds: 5) { !bobOnA.channel.isActive && !bobOnB.channel.isActive })
         for server in servers {
@@ -71,9 +77,9 @@ struct LoginRemovalTests {
         #expect(!servers[0].process.outputSoFar.contains(#"login="alice" tunnels-ended"#))
         await #expect(throws: TunnelLoginRefusedError.self) { _ = try await connect(1, "bob", "builder") }
 
-        let listed = try passwd(["--list"], postgres: postgres).split(separator: "\n")
+        let listed = try await passwd(["--list"], postgres: postgres).split(separator: "\n")
         #expect(listed.contains("alice") && !listed.contains("bob"), "\(listed)")
-        #expect(throws: (any Error).self) { _ = try passwd(["bob", "--remove"], postgres: postgres) }
+        await #expect(throws: PasswdFailed.self) { _ = try await passwd(["bob", "--remove"], postgres: postgres) }
         await alice.close()
     }
 }
