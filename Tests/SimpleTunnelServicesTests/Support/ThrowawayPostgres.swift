@@ -135,8 +135,19 @@ final class ThrowawayPostgres: Sendable {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, full[0], &actions, nil, arguments, environ)
         guard spawned == 0 else { throw ThrowawayPostgresError("cannot run \(command[0]): \(String(cString: strerror(spawned)))") }
+        // Bounded: pg_ctl's own waits are 60 s; a program that hangs past two minutes is killed, and the test fails.
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let deadline = ContinuousClock.now + .seconds(120)
+        while true {
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid || (done == -1 && errno != EINTR) { break }
+            if ContinuousClock.now > deadline {
+                kill(pid, SIGKILL)
+                while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+                throw ThrowawayPostgresError("\(command.joined(separator: " ")) did not finish within 120 s")
+            }
+            usleep(10_000)
+        }
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         guard status == 0 else {
             throw ThrowawayPostgresError("\(command.joined(separator: " ")) failed (status \(status)): \(text)")

@@ -5,7 +5,7 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Client reconnection: reasserting keeps the listeners, backoff, --once, permanent failures", .serialized)
+@Suite("Client reconnection: reasserting keeps the listeners, backoff, --once, permanent failures", .serialized, .timeLimit(.minutes(3)))
 struct ReconnectionTests {
     /// A TLS server (self-signed, pinned by the client) that can be stopped and started again on the same port.
     final class RestartableServer: Sendable {

@@ -6,7 +6,7 @@ import Testing
 @testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
-@Suite("Password authentication")
+@Suite("Password authentication", .timeLimit(.minutes(2)))
 struct AuthenticationTests {
     static let iterations = PasswordHash.minimumIterations
 
