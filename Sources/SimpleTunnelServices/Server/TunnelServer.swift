@@ -247,9 +247,6 @@ public final class TunnelServer: Sendable {
         admission.update(limits: settings.admissionLimits)
     }
 
-    /// The settings new connections get now.
-    var currentSettings: Settings { live.withLockedValue { $0 } }
-
     /// Completes when the listener closes.
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
 }

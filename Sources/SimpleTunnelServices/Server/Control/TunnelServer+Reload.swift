@@ -50,19 +50,14 @@ extension TunnelServer {
         for warning in fresh.warnings {
             logger.warning("\(warning)")
         }
+        var metadata: Logger.Metadata = ["changed": "\(reload.applied.isEmpty ? "nothing" : reload.applied.joined(separator: "; "))"]
         // The certificate files are read again whatever they hold: a renewal is served from the next connection on.
-        let certificate = reload.settings.tls == nil ? [:] : ["certificate": Logger.MetadataValue.string("read again")]
+        if reload.settings.tls != nil { metadata["certificate"] = "read again" }
         if reload.needsRestart.isEmpty {
-            logger.notice(
-                "configuration reloaded",
-                metadata: certificate.merging(["changed": "\(reload.applied.isEmpty ? "nothing" : reload.applied.joined(separator: "; "))"]) { $1 })
+            logger.notice("configuration reloaded", metadata: metadata)
         } else {
-            logger.warning(
-                "configuration reloaded; some changes need a restart and were not applied",
-                metadata: certificate.merging([
-                    "changed": "\(reload.applied.isEmpty ? "nothing" : reload.applied.joined(separator: "; "))",
-                    "kept-until-restart": "\(reload.needsRestart.joined(separator: "; "))",
-                ]) { $1 })
+            metadata["kept-until-restart"] = "\(reload.needsRestart.joined(separator: "; "))"
+            logger.warning("configuration reloaded; some changes need a restart and were not applied", metadata: metadata)
         }
         if !reload.applied.isEmpty {
             logger.info("tunnels already open keep their limits and pushed configuration until they reconnect; every tunnel's next flow and packet meets the new destination rules")
