@@ -36,7 +36,7 @@ extension CommandRunning {
     }
 }
 
-/// `CommandRunning` with Foundation's `Process`. Blocks the calling thread:
+/// `CommandRunning` with `ChildProcess` (posix_spawn). Blocks the calling thread:
 /// call it off event loops.
 public struct SystemCommandRunner: CommandRunning {
     public let searchPath: [String]
@@ -66,68 +66,45 @@ public struct SystemCommandRunner: CommandRunning {
         guard let executable = locate(program) else {
             throw .programNotFound(program, searched: searchPath)
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        // From "/": after --run-as the working directory may be one the new user cannot enter.
-        process.currentDirectoryURL = URL(fileURLWithPath: "/")
-        process.arguments = Array(command.dropFirst())
-        process.standardInput = FileHandle.nullDevice
-        let output = Pipe()
-        let errorOutput = Pipe()
-        process.standardOutput = output
-        process.standardError = errorOutput
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
+        let child: ChildProcess
         do {
-            try process.run()
+            // From "/": after --run-as the working directory may be one the new user cannot enter.
+            child = try ChildProcess(executable, arguments: Array(command.dropFirst()), directory: "/")
         } catch {
-            throw .launchFailed(command: command, reason: "\(error)")
+            throw .launchFailed(command: command, reason: error.description)
         }
         // Drain both pipes while the program runs so it never blocks on a full one.
         let collected = CollectedOutput()
         let drained = DispatchGroup()
-        for (handle, isError) in [(output.fileHandleForReading, false), (errorOutput.fileHandleForReading, true)] {
+        for (descriptor, isError) in [(child.standardOutput, false), (child.standardError, true)] {
+            guard let descriptor else { continue }
             DispatchQueue.global().async(group: drained) {
-                collected.store(readToEnd(handle.fileDescriptor), isError: isError)
+                collected.store(ChildProcess.readToEnd(descriptor), isError: isError)
             }
         }
-        if exited.wait(timeout: .now() + .milliseconds(Int(timeout / .milliseconds(1)))) == .timedOut {
-            // SIGKILL: children of a test runner may inherit a blocked SIGTERM.
-            kill(process.processIdentifier, SIGKILL)
-            _ = exited.wait(timeout: .now() + .seconds(5))
+        guard child.waitForExit(timeout: timeout) else {
+            child.kill()
+            _ = child.waitForExit(timeout: .seconds(5))
             throw .timedOut(command: command, seconds: Int(timeout.components.seconds))
         }
         // A grandchild that kept a pipe open must not hang us.
         _ = drained.wait(timeout: .now() + .seconds(2))
-        return CommandResult(status: process.terminationStatus, standardOutput: collected.text(isError: false), standardError: collected.text(isError: true))
-    }
-}
-
-/// Everything until end of file. Foundation's `readDataToEndOfFile` traps when
-/// a signal interrupts the read; a signal here only means "read again".
-private func readToEnd(_ descriptor: Int32) -> Data {
-    var collected = Data()
-    var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-    while true {
-        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        if count > 0 {
-            collected.append(contentsOf: chunk[0..<count])
-        } else if count < 0 && errno == EINTR {
-            continue
-        } else {
-            return collected
-        }
+        return CommandResult(
+            status: child.status ?? -1,
+            standardOutput: collected.text(isError: false),
+            standardError: collected.text(isError: true)
+        )
     }
 }
 
 private final class CollectedOutput: Sendable {
-    private let data = NIOLockedValueBox<[Bool: Data]>([:])
+    private let data = NIOLockedValueBox<[Bool: [UInt8]]>([:])
 
-    func store(_ chunk: Data, isError: Bool) {
+    func store(_ chunk: [UInt8], isError: Bool) {
         data.withLockedValue { $0[isError] = chunk }
     }
 
     func text(isError: Bool) -> String {
-        data.withLockedValue { String(decoding: $0[isError] ?? Data(), as: UTF8.self) }
+        data.withLockedValue { String(decoding: $0[isError] ?? [], as: UTF8.self) }
     }
 }

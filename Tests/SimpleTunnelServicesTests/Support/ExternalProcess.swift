@@ -1,21 +1,17 @@
 import Foundation
 import NIOConcurrencyHelpers
+import SimpleTunnelServices
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A child process (openssl, python3, stunnel) with stdout and stderr merged.
+/// A child process (openssl, python3, stunnel) with stdout and stderr merged,
+/// started by the product's `ChildProcess` (posix_spawn, not Foundation's
+/// `Process`, which crashed the runner holding a thousand descriptors).
 /// Tests `defer { process.terminate() }` so it never outlives a failing test.
-///
-/// Started with posix_spawn, not Foundation's `Process`: `Process.run()`
-/// lists the parent's open descriptors into a buffer while other tests open
-/// more, and with a thousand or so open (the whole suite at once) it wrote
-/// past that buffer and crashed the test runner.
-final class ExternalProcess: @unchecked Sendable {
-    // @unchecked: `pid` is set once in init; the exit status is behind the lock.
-    private let pid: pid_t
+final class ExternalProcess: Sendable {
+    private let child: ChildProcess
     private let collected = OutputBuffer()
-    private let exit = NIOLockedValueBox<Int32?>(nil)
 
     enum StandardInput {
         /// End of file at once.
@@ -26,101 +22,32 @@ final class ExternalProcess: @unchecked Sendable {
         case text(String)
     }
 
-    struct SpawnError: Error, CustomStringConvertible {
-        let description: String
-    }
-
     init(_ arguments: [String], standardInput: StandardInput = .empty) throws {
-        var output: [Int32] = [0, 0]
-        var input: [Int32] = [0, 0]
-        guard pipe(&output) == 0, pipe(&input) == 0 else {
-            throw SpawnError(description: "pipe: \(String(cString: strerror(errno)))")
+        let input: ChildProcess.Input = switch standardInput {
+        case .empty: .nothing
+        case .silent: .heldOpen
+        case .text(let text): .bytes(Array(text.utf8))
         }
-        // Not inherited by children spawned elsewhere (Swift's Glibc does not show pipe2).
-        for descriptor in output + input { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if case .empty = standardInput {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        } else {
-            posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        }
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 2)
-        // Nothing else of this process: a child must not keep other tests' sockets open.
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        if let closeFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
-            _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
-        }
-        let full = ["/usr/bin/env"] + arguments
-        let argv = full.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, full[0], &actions, nil, argv, environ)
-        close(output[1])
-        close(input[0])
-        guard spawned == 0 else {
-            close(output[0])
-            close(input[1])
-            throw SpawnError(description: "cannot run \(arguments.first ?? ""): \(String(cString: strerror(spawned)))")
-        }
-        pid = child
-        let spawnedChild = child
-        switch standardInput {
-        case .empty:
-            close(input[1])
-        case .text(let text):
-            var bytes = Array(text.utf8)[...]
-            while !bytes.isEmpty {
-                let count = bytes.withUnsafeBytes { Glibc.write(input[1], $0.baseAddress, $0.count) }
-                if count > 0 { bytes = bytes.dropFirst(count) } else if count < 0 && errno == EINTR { continue } else { break }
-            }
-            close(input[1])
-        case .silent:
-            // Kept open (never written) for servers that would quit on end of input; closed once it exits.
-            break
-        }
+        child = try ChildProcess("/usr/bin/env", arguments: arguments, input: input, mergingErrors: true)
         // Drain continuously so the child never blocks on a full pipe.
         let collected = self.collected
-        let reader = output[0]
+        let reader = child.standardOutput
         Thread.detachNewThread {
-            var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-            while true {
-                let count = chunk.withUnsafeMutableBytes { read(reader, $0.baseAddress, $0.count) }
-                if count > 0 {
-                    collected.append(Data(chunk[0..<count]))
-                } else if count < 0 && errno == EINTR {
-                    continue
-                } else {
-                    break
-                }
-            }
-            close(reader)
+            _ = ChildProcess.readToEnd(reader) { collected.append(Data($0)) }
             collected.finish()
-        }
-        let exit = self.exit
-        let keptInput: Int32? = { if case .silent = standardInput { return input[1] } else { return nil } }()
-        Thread.detachNewThread {
-            var status: Int32 = 0
-            while waitpid(spawnedChild, &status, 0) == -1 && errno == EINTR {}
-            keptInput.map { _ = close($0) }
-            // As Process reported it: the exit code, or the signal that ended it.
-            let code = status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
-            exit.withLockedValue { $0 = code }
         }
     }
 
     /// SIGKILL: children can inherit a blocked SIGTERM from the test runner,
     /// and `openssl s_server` then ignores SIGTERM.
     func terminate() {
-        if isRunning { kill(pid, SIGKILL) }
+        child.kill()
     }
 
     var outputSoFar: String { collected.text }
-    var isRunning: Bool { exit.withLockedValue { $0 == nil } }
+    var isRunning: Bool { child.isRunning }
 
-    var processIdentifier: Int32 { pid }
+    var processIdentifier: Int32 { child.processIdentifier }
 
     /// Waits for the process to exit (terminating it after `timeout`).
     func finish(timeout: Double = 30) async -> (status: Int32, output: String) {
@@ -131,7 +58,7 @@ final class ExternalProcess: @unchecked Sendable {
         terminate()
         _ = await Loopback.waitUntil(seconds: 10) { !self.isRunning }
         _ = await Loopback.waitUntil(seconds: 5) { collected.isFinished }
-        return (exit.withLockedValue { $0 } ?? -1, collected.text)
+        return (child.status ?? -1, collected.text)
     }
 
     /// Waits until the output contains `marker`; returns the output so far, or nil on timeout/exit.
@@ -141,6 +68,32 @@ final class ExternalProcess: @unchecked Sendable {
         }
         let text = collected.text
         return found && text.contains(marker) ? text : nil
+    }
+
+    /// Runs `executable` to its end (killed after `timeout` seconds), feeding it `input`.
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+        input: [UInt8]? = nil, timeout: Double = 60
+    ) throws -> (status: Int32, output: [UInt8], errors: [UInt8]) {
+        let child = try ChildProcess(
+            executable, arguments: arguments, environment: environment, input: input.map { .bytes($0) } ?? .nothing
+        )
+        let errors = NIOLockedValueBox<[UInt8]>([])
+        let errorsRead = DispatchSemaphore(value: 0)
+        if let errorDescriptor = child.standardError {
+            Thread.detachNewThread {
+                let bytes = ChildProcess.readToEnd(errorDescriptor)
+                errors.withLockedValue { $0 = bytes }
+                errorsRead.signal()
+            }
+        }
+        let output = ChildProcess.readToEnd(child.standardOutput)
+        if !child.waitForExit(timeout: .milliseconds(Int(timeout * 1000))) {
+            child.kill()
+            _ = child.waitForExit(timeout: .seconds(5))
+        }
+        _ = errorsRead.wait(timeout: .now() + .seconds(5))
+        return (child.status ?? -1, output, errors.withLockedValue { $0 })
     }
 
     static var isPythonAvailable: Bool { which("python3") }

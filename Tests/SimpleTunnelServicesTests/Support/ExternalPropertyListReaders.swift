@@ -25,26 +25,10 @@ enum ExternalPropertyListReaders {
 
     /// Runs `python3 -c script`, feeding `input`; returns stdout or throws with stderr.
     static func runPython(_ script: String, input: Data) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script]
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        // Write and read concurrently so a large document cannot deadlock the pipes.
-        let writer = Thread {
-            stdin.fileHandleForWriting.write(input)
-            try? stdin.fileHandleForWriting.close()
-        }
-        writer.start()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let errors = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let (status, output, errors) = try ExternalProcess.run("/usr/bin/env", ["python3", "-c", script], input: Array(input))
+        guard status == 0 else {
             throw Failure(description: "python3 failed: \(String(decoding: errors, as: UTF8.self))")
         }
-        return output
+        return Data(output)
     }
 }

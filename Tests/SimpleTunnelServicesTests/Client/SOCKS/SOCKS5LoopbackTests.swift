@@ -138,21 +138,10 @@ struct SOCKS5LoopbackTests {
     /// Runs a program with a bare environment (no proxy variables); returns
     /// its standard output, or throws with its standard error.
     private static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin"]
-        let stdout = Pipe(), stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let errors = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let (status, output, errors) = try ExternalProcess.run(executable, arguments, environment: ["PATH": "/usr/bin:/bin"])
+        guard status == 0 else {
             throw ExternalPropertyListReaders.Failure(
-                description: "\(executable) exited with \(process.terminationStatus): \(String(decoding: errors, as: UTF8.self))"
+                description: "\(executable) exited with \(status): \(String(decoding: errors, as: UTF8.self))"
             )
         }
         return String(decoding: output, as: UTF8.self)

@@ -145,17 +145,11 @@ struct AuthenticationTests {
     @Test func thePasswdCommandWritesAnEntryTheServerAccepts() async throws {
         let path = NSTemporaryDirectory() + "passwd-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuiltPrograms.tunnelServer)
-        process.arguments = ["passwd", "carol", "--users", path, "--iterations", "100000"]
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data("s3cret with spaces\n".utf8))
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let passwd = try ExternalProcess.run(
+            BuiltPrograms.tunnelServer, ["passwd", "carol", "--users", path, "--iterations", "100000"],
+            input: Array("s3cret with spaces\n".utf8)
+        )
+        #expect(passwd.status == 0, "\(String(decoding: passwd.errors, as: UTF8.self))")
         let database = try UserDatabase.load(path: path)
         #expect(database.verify(login: "carol", password: "s3cret with spaces"))
     }
