@@ -30,6 +30,8 @@ let package = Package(
             name: "SimpleTunnelServices",
             dependencies: [
                 "SimpleTunnelWire",
+                // The serving options are declared once, where the launch reads them.
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

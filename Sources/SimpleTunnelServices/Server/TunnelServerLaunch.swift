@@ -1,57 +1,7 @@
+import ArgumentParser
 import Foundation
 import Logging
 import NIOCore
-
-/// What the command line says, before anything is decided; nil means "not given".
-public struct TunnelServerLaunchOptions: Sendable {
-    public var host: String?
-    public var port: Int?
-    public var configurationPath: String?
-    public var certificatePath: String?
-    public var privateKeyPath: String?
-    public var clientCAPath: String?
-    public var plaintext = false
-    /// `--plaintext-clients CIDR[,CIDR…]`: the only networks a `--plaintext` server off loopback takes connections from.
-    public var plaintextClients: String?
-    public var stateDirectory: String?
-    public var allow: [String] = []
-    public var deny: [String] = []
-    public var maximumTunnels: Int?
-    public var maximumFlowsPerTunnel: Int?
-    public var maximumUDPFlowsPerTunnel: Int?
-    public var firstMessageTimeout: Double?
-    public var connectTimeout: Double?
-    public var udpIdleTimeout: Double?
-    /// A users file: tunnels must log in (PROTOCOL.md B2).
-    public var usersPath: String?
-    /// Seconds a tunnel may stay silent before it is closed; 0 = forever.
-    public var idleTimeout: Double?
-    /// Flow sockets of all tunnels; at most what the open-file limit leaves.
-    public var maximumFlowSockets: Int?
-    /// Seconds a closed TCP flow's unsent data may drain before its socket is reset.
-    public var flowDrainTimeout: Double?
-    /// MiB a tunnel may queue for its client, hold as early data, and all tunnels together.
-    public var tunnelBufferMiB: Int?
-    public var earlyDataMiB: Int?
-    public var serverBufferMiB: Int?
-    /// `--max-startups START:RATE:FULL` and the other admission and login limits.
-    public var startups: String?
-    public var startupsPerAddress: Int?
-    public var tlsHandshakeTimeout: Double?
-    public var loginChecks: Int?
-    public var loginChecksPerAddress: Int?
-    public var loginFailures: Int?
-    /// `--database URL` and `--database-password-file FILE`: logins, leases and sessions shared with other servers.
-    public var databaseURL: String?
-    public var databasePasswordFile: String?
-    /// Opens the store `databaseURL` names (tunnel-server passes the PostgreSQL one); nil: `--database` is refused.
-    public var openSharedStore: SharedServerStoreOpener?
-
-    public init() {}
-
-    public static let defaultHost = "127.0.0.1"
-    public static let defaultPort = 4433
-}
 
 /// The server's settings decided from the command line, the configuration
 /// file and the defaults (in that order of precedence), with the safety rules
@@ -71,16 +21,23 @@ public struct TunnelServerLaunch: Sendable {
     public var database: (any SharedServerStore)?
     /// `--users`, which SIGHUP reads again.
     public var usersFile: UsersFile?
+    /// The IP layer to start; nil: IP tunnels are refused (result 5).
+    public var ipLayer: IPLayerLaunch?
 
     /// - Parameter openFileLimit: the soft RLIMIT_NOFILE the server runs with
     ///   (raised first, see `OpenFileLimit`); flow sockets get what it leaves.
     /// - Parameter ownAddresses: this machine's interface addresses, closed to
     ///   flows on a public listener (`OwnAddressGuard`).
+    /// - Parameter openSharedStore: opens the store `--database` names
+    ///   (tunnel-server passes the PostgreSQL one); nil: `--database` is refused.
     public static func prepare(
-        _ options: TunnelServerLaunchOptions, resolvConf: String?, openFileLimit: Int = OpenFileLimit.current()?.soft ?? 1024,
+        _ options: TunnelServerLaunchOptions, openSharedStore: SharedServerStoreOpener? = nil, resolvConf: String?, openFileLimit: Int = OpenFileLimit.current()?.soft ?? 1024,
         ownAddresses: LocalInterfaceAddresses = LocalInterfaceAddresses(),
         environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "tunnel-server")
     ) throws -> TunnelServerLaunch {
+        // The command line checks them as it parses; a caller that built them by hand gets the same checks.
+        var checked = options
+        do { try checked.validate() } catch { throw TunnelServerLaunchError.invalidOption("\(error)") }
         var configuration: TunnelServerConfiguration
         do {
             if let path = options.configurationPath {
@@ -122,7 +79,7 @@ public struct TunnelServerLaunch: Sendable {
         try applyAdmissionLimits(options, limits, to: &settings)
         if let idle = options.idleTimeout {
             let amount = try checkedSeconds(idle, "--idle-timeout", allowsZero: true)
-            settings.liveness.idleTimeout = idle == 0 ? nil : amount
+            settings.liveness.idleTimeout = amount == .zero ? nil : amount
         }
         let loopback = Self.isLoopback(settings.host)
         // On a public address, clients must not reach the server's own loopback services or the cloud metadata service.
@@ -138,7 +95,7 @@ public struct TunnelServerLaunch: Sendable {
         settings.dns = DNSForwarder(
             resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)), sockets: settings.opener.socketBudget.makeServerAccount())
 
-        let database = try Self.database(options, server, environment: environment, logger: logger)
+        let database = try Self.database(options, server, open: openSharedStore, environment: environment, logger: logger)
         var usersFile: UsersFile?
         if options.usersPath != nil || database != nil {
             let users: any LoginDirectory
@@ -165,6 +122,10 @@ public struct TunnelServerLaunch: Sendable {
             policyNote: Self.policyNote(host: settings.host, loopback: loopback) + Self.allowListNote(policy))
         launch.database = database
         launch.usersFile = usersFile
+        // Clients take the device's MTU from their lease's answer (IPv4.MTU, PROTOCOL.md A5).
+        launch.configuration.otherIPv4Keys["MTU"] = PropertyListValue(options.mtu)
+        launch.configuration.otherIPv6Keys["MTU"] = PropertyListValue(options.mtu)
+        launch.ipLayer = Self.ipLayer(options, configuration: launch.configuration, policy: policy, database: database)
         launch.warnings += Self.refusedDNSServers(configuration, policy: policy)
         launch.warnings += [socketWarning].compactMap { $0 }
         launch.warnings += Self.dnsHint(configuration, resolvConf: resolvConf)
@@ -197,7 +158,8 @@ public struct TunnelServerLaunch: Sendable {
 
     /// The shared database, when the command line or the file names one; its logins replace a users file.
     private static func database(
-        _ options: TunnelServerLaunchOptions, _ server: TunnelServerSettings, environment: [String: String], logger: Logger
+        _ options: TunnelServerLaunchOptions, _ server: TunnelServerSettings, open: SharedServerStoreOpener?,
+        environment: [String: String], logger: Logger
     ) throws -> (any SharedServerStore)? {
         guard let url = options.databaseURL ?? server.databaseURL else {
             guard options.databasePasswordFile == nil else { throw TunnelServerLaunchError.invalidOption("--database-password-file needs --database") }
@@ -207,7 +169,7 @@ public struct TunnelServerLaunch: Sendable {
             throw TunnelServerLaunchError.invalidOption(
                 "--users and --database both name where logins are: with --database they are in the database (tunnel-server passwd --database)")
         }
-        guard let open = options.openSharedStore else {
+        guard let open else {
             throw TunnelServerLaunchError.invalidOption("--database: this build of the server has no database support")
         }
         do {
@@ -303,14 +265,14 @@ public struct TunnelServerLaunch: Sendable {
         return value
     }
 
-    private static func seconds(_ flag: Double?, orElse configured: Duration, _ option: String) throws -> TimeAmount {
+    private static func seconds(_ flag: Duration?, orElse configured: Duration, _ option: String) throws -> TimeAmount {
         if let flag {
             return try checkedSeconds(flag, option)
         }
         return TimeAmount(configured)
     }
 
-    private static func checkedSeconds(_ value: Double, _ option: String, allowsZero: Bool = false) throws -> TimeAmount {
+    private static func checkedSeconds(_ value: Duration, _ option: String, allowsZero: Bool = false) throws -> TimeAmount {
         do {
             return try UserSeconds.checked(value, option: option, allowsZero: allowsZero)
         } catch {

@@ -19,6 +19,25 @@ public enum UserSeconds {
         try number(text, allowsZero: true)
     }
 
+    /// Seconds above zero as a duration, for settings kept as `Duration`s.
+    public static func positiveDuration(_ text: String) throws(UserSecondsError) -> Duration {
+        Duration(TimeAmount(seconds: try positive(text)))
+    }
+
+    /// Seconds from zero ("off", "never") as a duration.
+    public static func zeroOrPositiveDuration(_ text: String) throws(UserSecondsError) -> Duration {
+        Duration(TimeAmount(seconds: try zeroOrPositive(text)))
+    }
+
+    /// `duration` as a time amount, if it is in range; for durations that did not come through the parsers above.
+    public static func checked(_ duration: Duration, option: String, allowsZero: Bool = false) throws(UserSecondsError) -> TimeAmount {
+        let amount = TimeAmount(duration)
+        guard allowsZero ? amount >= .zero : amount > .zero, amount <= .seconds(Int64(maximum)) else {
+            throw UserSecondsError(text: TimeAmount(duration).userSeconds, allowsZero: allowsZero, option: option)
+        }
+        return amount
+    }
+
     /// `value` as a time amount, if it is in range; for values that did not come through the parsers above.
     public static func checked(_ value: Double, option: String, allowsZero: Bool = false) throws(UserSecondsError) -> TimeAmount {
         guard value.isFinite, allowsZero ? value >= 0 : value > 0, value <= maximum else {

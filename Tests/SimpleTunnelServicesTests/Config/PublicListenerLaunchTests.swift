@@ -16,7 +16,7 @@ struct PublicListenerLaunchTests {
         var database = UserDatabase()
         database.set("alice", hash: try PasswordHash(password: "a", iterations: PasswordHash.minimumIterations))
         try database.write(to: directory + "/users")
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.host = host
         options.allow = allow
         options.usersPath = directory + "/users"

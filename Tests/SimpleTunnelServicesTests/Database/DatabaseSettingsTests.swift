@@ -56,7 +56,7 @@ struct DatabaseSettingsTests {
     }
 
     @Test func withADatabaseTunnelsMustLogInAndAUsersFileBesideItIsRefused() throws {
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.stateDirectory = NSTemporaryDirectory() + "launch-test-\(UUID().uuidString)"
         options.plaintext = true
         options.databaseURL = "postgres://tunnel@127.0.0.1/shared"
@@ -66,13 +66,12 @@ struct DatabaseSettingsTests {
         } throws: { error in
             "\(error)".contains("no database support")
         }
-        options.openSharedStore = TunnelDatabase.opener
-        let launch = try TunnelServerLaunch.prepare(options, resolvConf: nil, environment: [:])
+        let launch = try TunnelServerLaunch.prepare(options, openSharedStore: TunnelDatabase.opener, resolvConf: nil, environment: [:])
         #expect((launch.database as? TunnelDatabase)?.location.database == "shared")
         #expect(launch.settings.authentication?.users is DatabaseLogins)
         options.usersPath = "/etc/simpletunnel/users"
         #expect {
-            _ = try TunnelServerLaunch.prepare(options, resolvConf: nil, environment: [:])
+            _ = try TunnelServerLaunch.prepare(options, openSharedStore: TunnelDatabase.opener, resolvConf: nil, environment: [:])
         } throws: { error in
             "\(error)".contains("--users and --database")
         }

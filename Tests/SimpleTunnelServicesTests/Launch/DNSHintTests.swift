@@ -8,7 +8,7 @@ import Testing
 @Suite("Server launch: the DNS hint")
 struct DNSHintTests {
     func prepare(resolvConf: String?, configuration: String? = nil) throws -> TunnelServerLaunch {
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.stateDirectory = NSTemporaryDirectory() + "dns-hint-\(UUID().uuidString)"
         let folder = try TemporaryDirectory()
         if let configuration {

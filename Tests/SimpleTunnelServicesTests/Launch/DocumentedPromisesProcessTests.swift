@@ -111,11 +111,11 @@ struct DocumentedPromisesProcessTests {
     }
 
     @Test func idleTimeoutZeroMeansNever() throws {
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.plaintext = true
-        options.idleTimeout = 0
+        options.idleTimeout = .zero
         #expect(try TunnelServerLaunch.prepare(options, resolvConf: nil).settings.liveness.idleTimeout == nil)
-        options.idleTimeout = 30
+        options.idleTimeout = .seconds(30)
         #expect(try TunnelServerLaunch.prepare(options, resolvConf: nil).settings.liveness.idleTimeout == .seconds(30))
     }
 }

@@ -33,7 +33,7 @@ struct OpenFileLimitTests {
     }
 
     func prepare(_ edit: (inout TunnelServerLaunchOptions) -> Void = { _ in }, openFileLimit: Int) throws -> TunnelServerLaunch {
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.plaintext = true
         edit(&options)
         return try TunnelServerLaunch.prepare(options, resolvConf: nil, openFileLimit: openFileLimit)
@@ -64,7 +64,7 @@ struct OpenFileLimitTests {
 
     @Test func theDrainTimeoutComesFromTheFlagOrTheDefault() throws {
         #expect(try prepare(openFileLimit: 1024).settings.opener.drainTimeout == .seconds(30))
-        #expect(try prepare({ $0.flowDrainTimeout = 2.5 }, openFileLimit: 1024).settings.opener.drainTimeout == .milliseconds(2500))
-        #expect(throws: TunnelServerLaunchError.self) { try prepare({ $0.flowDrainTimeout = 0 }, openFileLimit: 1024) }
+        #expect(try prepare({ $0.flowDrainTimeout = .milliseconds(2500) }, openFileLimit: 1024).settings.opener.drainTimeout == .milliseconds(2500))
+        #expect(throws: TunnelServerLaunchError.self) { try prepare({ $0.flowDrainTimeout = .zero }, openFileLimit: 1024) }
     }
 }

@@ -8,7 +8,7 @@ import Testing
 @Suite("Server launch: plaintext mode")
 struct PlaintextLaunchTests {
     func prepare(_ edit: (inout TunnelServerLaunchOptions) -> Void, resolvConf: String? = nil) throws -> TunnelServerLaunch {
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.stateDirectory = NSTemporaryDirectory() + "plaintext-launch-\(UUID().uuidString)"
         edit(&options)
         return try TunnelServerLaunch.prepare(options, resolvConf: resolvConf)
@@ -79,7 +79,7 @@ struct PlaintextLaunchTests {
         #expect(tls.settings.firstMessageTimeout == .seconds(10))
         let flag = try prepare {
             $0.plaintext = true
-            $0.firstMessageTimeout = 20
+            $0.firstMessageTimeout = .seconds(20)
         }
         #expect(flag.settings.firstMessageTimeout == .seconds(20))
         let folder = try TemporaryDirectory()

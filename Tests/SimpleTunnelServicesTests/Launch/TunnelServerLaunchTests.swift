@@ -6,7 +6,7 @@ import Testing
 @Suite("Server launch: defaults and safety rules")
 struct TunnelServerLaunchTests {
     func options(_ edit: (inout TunnelServerLaunchOptions) -> Void = { _ in }) -> TunnelServerLaunchOptions {
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.stateDirectory = NSTemporaryDirectory() + "launch-test-\(UUID().uuidString)"
         edit(&options)
         return options
@@ -100,7 +100,7 @@ struct TunnelServerLaunchTests {
         let launch = try TunnelServerLaunch.prepare(
             options {
                 $0.maximumFlowsPerTunnel = 7
-                $0.connectTimeout = 0.5
+                $0.connectTimeout = .milliseconds(500)
                 $0.deny = ["10.0.0.0/8"]
             }, resolvConf: nil)
         #expect(launch.settings.multiplexerLimits.maximumFlows == 7)

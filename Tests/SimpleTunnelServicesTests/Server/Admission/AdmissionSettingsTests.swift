@@ -37,12 +37,12 @@ struct AdmissionSettingsTests {
         var users = UserDatabase()
         users.set("alice", hash: try PasswordHash(password: "a", iterations: PasswordHash.minimumIterations))
         try users.write(to: folder + "/users")
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.stateDirectory = folder
         options.usersPath = folder + "/users"
         options.startups = "8:50:32"
         options.startupsPerAddress = 4
-        options.tlsHandshakeTimeout = 3
+        options.tlsHandshakeTimeout = .seconds(3)
         options.loginFailures = 7
         options.loginChecks = 3
         options.loginChecksPerAddress = 1
@@ -54,7 +54,7 @@ struct AdmissionSettingsTests {
         #expect(launch.settings.authentication?.checker.limits.concurrent == 3)
         #expect(launch.settings.authentication?.checker.limits.perSource == 1)
         for edit: (inout TunnelServerLaunchOptions) -> Void in [
-            { $0.startups = "many" }, { $0.startupsPerAddress = 0 }, { $0.tlsHandshakeTimeout = -1 }, { $0.loginChecks = 0 },
+            { $0.startups = "many" }, { $0.startupsPerAddress = 0 }, { $0.tlsHandshakeTimeout = .seconds(-1) }, { $0.loginChecks = 0 },
             { $0.loginChecksPerAddress = 0 },
         ] {
             var bad = options

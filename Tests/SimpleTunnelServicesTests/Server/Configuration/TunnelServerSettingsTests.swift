@@ -86,7 +86,7 @@ struct TunnelServerSettingsTests {
             SampleConfiguration.withServer(["Port": 8890, "Limits": .dictionary(["Tunnels": 20, "FlowsPerTunnel": 33, "ConnectTimeout": 4])]),
             into: &buffer)
         try Data(buffer.readableBytesView).write(to: URL(fileURLWithPath: path))
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.configurationPath = path
         options.stateDirectory = folder
         options.port = 443

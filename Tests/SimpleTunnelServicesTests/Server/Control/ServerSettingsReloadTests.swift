@@ -18,7 +18,7 @@ struct ServerSettingsReloadTests {
             <plist version="1.0"><dict>\(configuration)</dict></plist>
             """.utf8
         ).write(to: URL(fileURLWithPath: path))
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.stateDirectory = folder
         options.configurationPath = path
         options.allow = allow
@@ -100,7 +100,7 @@ struct ServerSettingsReloadTests {
             }
         }
         try install(old)
-        var options = TunnelServerLaunchOptions()
+        var options = TunnelServerLaunchOptions.none
         options.port = 0
         options.stateDirectory = folder
         options.certificatePath = live + "/cert.pem"
