@@ -104,6 +104,16 @@ let package = Package(
             path: "Benchmarks/WireBenchmark"
         ),
         .executableTarget(
+            name: "MultiplexerBenchmark",
+            dependencies: [
+                "SimpleTunnelServices",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/MultiplexerBenchmark"
+        ),
+        .executableTarget(
             name: "RelayFloor",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
