@@ -88,8 +88,9 @@ public final class DatabaseAddressPool: AddressLeasing {
 
     /// A takeover notice ends a session only once the database confirms it.
     public func whenReplacedElsewhere(_ end: @escaping @Sendable (UInt64) -> Void) {
-        database.whenTakeoverNoticed { [self] session in
-            Task { await confirmTakeover(of: session, then: end) }
+        let confirmations = NoticeConfirmations<UInt64>(what: "sessions taken over", logger: database.logger) { [self] session in
+            await confirmTakeover(of: session, then: end)
         }
+        database.whenTakeoverNoticed { session in confirmations.notice(session) }
     }
 }

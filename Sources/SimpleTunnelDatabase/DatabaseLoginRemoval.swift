@@ -12,8 +12,12 @@ enum DatabaseLoginRemoval {
 
 extension TunnelDatabase {
     func listenForRemovedLogins() async {
+        let confirmations = NoticeConfirmations<String>(what: "logins removed", logger: logger) { login in
+            await self.confirmRemoval(of: login)
+        }
         await listen(on: DatabaseLoginRemoval.notificationChannel, for: "logins removed from the database") { login in
-            Task { await self.confirmRemoval(of: login) }
+            guard UserDatabase.isValidLogin(login) else { return }
+            confirmations.notice(login)
         }
     }
 
