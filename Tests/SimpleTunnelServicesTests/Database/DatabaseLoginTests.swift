@@ -4,7 +4,7 @@ import Testing
 @testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
-@Suite("Several servers: logins in the database cost the same, and a malformed one is the client's failure")
+@Suite("Several servers: logins in the database cost the same, and a malformed one is the client's failure", .timeLimit(.minutes(3)))
 struct DatabaseLoginTests {
     @Test func theCostIsAskedOnceRaisedBySlowerRecordsAndAskedAgainLater() {
         var cost = LoginCheckCost()

@@ -6,7 +6,7 @@ import Testing
 @testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
-@Suite("Database schema: created and migrated by the servers")
+@Suite("Database schema: created and migrated by the servers", .timeLimit(.minutes(3)))
 struct DatabaseSchemaTests {
     @Test(.enabled(if: TestRequirements.met(ThrowawayPostgres.isAvailable, ThrowawayPostgres.requirement)))
     func serversStartingAtOnceMigrateOnceAndAgainChangesNothingAndANewerSchemaIsRefused() async throws {

@@ -6,7 +6,7 @@ import Testing
 @testable import SimpleTunnelDatabase
 @testable import SimpleTunnelServices
 
-@Suite("Several servers: a session ends on the sessions table's word, not a notice's")
+@Suite("Several servers: a session ends on the sessions table's word, not a notice's", .timeLimit(.minutes(3)))
 struct SessionTakeoverTests {
     @Test func theTableDecidesWhetherANoticedSessionEnds() {
         let here = "a/1/7"

@@ -3,7 +3,7 @@ import NIOCore
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Several servers: leases and sessions shared in PostgreSQL")
+@Suite("Several servers: leases and sessions shared in PostgreSQL", .timeLimit(.minutes(3)))
 struct SharedLeaseTests {
     @Test(.enabled(if: TestRequirements.met(ThrowawayPostgres.isAvailable, ThrowawayPostgres.requirement)))
     func twoHundredClientsAtOnceOverTwoServersGetTwoHundredDifferentAddresses() async throws {

@@ -8,7 +8,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("A TCP flow's socket: drain on close, reset on abort")
+@Suite("A TCP flow's socket: drain on close, reset on abort", .timeLimit(.minutes(2)))
 struct StreamFlowEndpointCloseTests {
     /// A flow socket connected to `port`, its endpoint reached through `onEndpoint` on the event loop.
     static func connectFlow(to port: Int, drainTimeout: TimeAmount, group: EventLoopGroup) async throws -> Channel {

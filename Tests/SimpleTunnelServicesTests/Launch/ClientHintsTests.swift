@@ -7,7 +7,7 @@ import Testing
 
 /// What a newcomer following the README meets on the client side, with the
 /// built programs: one message per failure, naming the option that cures it.
-@Suite("Command line: the client's hints")
+@Suite("Command line: the client's hints", .timeLimit(.minutes(2)))
 struct ClientHintsTests {
     static let group = MultiThreadedEventLoopGroup.singleton
     static let asNobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]

@@ -9,7 +9,7 @@ import Glibc
 
 /// The tunnel socket keeps little below the multiplexer's schedule, at both ends,
 /// on real loopback sockets.
-@Suite("Tunnel socket options")
+@Suite("Tunnel socket options", .timeLimit(.minutes(2)))
 struct TunnelSocketOptionsTests {
     @Test func bothEndsLimitUnsentBytesAndTheChannelBuffer() async throws {
         try await withTunnelSocketPair { client, accepted in

@@ -3,7 +3,7 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("In-memory packet flow (PacketFlow fake)")
+@Suite("In-memory packet flow (PacketFlow fake)", .timeLimit(.minutes(2)))
 struct InMemoryPacketFlowTests {
     let loop = MultiThreadedEventLoopGroup.singleton.next()
 

@@ -3,7 +3,7 @@ import Testing
 @testable import SimpleTunnelServices
 
 /// The configurator against a real kernel, inside throwaway namespaces.
-@Suite("Network configurator in a network namespace", .serialized)
+@Suite("Network configurator in a network namespace", .serialized, .timeLimit(.minutes(3)))
 struct NamespaceNetworkConfiguratorTests {
     /// A namespace with a veth pair d0/d1 inside it (the dummy module is often
     /// missing), d1 up so d0 gets a carrier; and a way to read `ip` there.

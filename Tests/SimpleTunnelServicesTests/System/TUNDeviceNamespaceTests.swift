@@ -7,7 +7,7 @@ import Testing
 
 /// A real TUN device, created inside a throwaway network namespace, with
 /// the kernel on the other side. Needs root and /dev/net/tun.
-@Suite("TUN device in a network namespace", .serialized)
+@Suite("TUN device in a network namespace", .serialized, .timeLimit(.minutes(3)))
 struct TUNDeviceNamespaceTests {
     let loop = MultiThreadedEventLoopGroup.singleton.next()
     static let tunAddress = IPv4Address(10, 200, 0, 1)

@@ -6,7 +6,7 @@ import Testing
 
 /// Our handler against real third-party peers: `openssl s_client`,
 /// `openssl s_server` and Python's `ssl`, all on loopback.
-@Suite("TLS: interoperability with OpenSSL tools and Python")
+@Suite("TLS: interoperability with OpenSSL tools and Python", .timeLimit(.minutes(2)))
 struct TLSInteropTests {
     static let greeting = "hello from simpletunnel\n"
 

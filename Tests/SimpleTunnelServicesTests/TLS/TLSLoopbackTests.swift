@@ -4,7 +4,7 @@ import Testing
 @testable import SimpleTunnelServices
 
 /// Our client role against our server role, over real loopback sockets.
-@Suite("TLS: our client against our server")
+@Suite("TLS: our client against our server", .timeLimit(.minutes(2)))
 struct TLSLoopbackTests {
     /// Connects a client to a fresh server and waits until both sides have
     /// either completed the handshake or closed.
@@ -362,7 +362,7 @@ struct TLSLoopbackTests {
     }
 }
 
-@Suite("TLS: backpressure")
+@Suite("TLS: backpressure", .timeLimit(.minutes(2)))
 struct TLSBackpressureTests {
     @Test func unflushedPlaintextCountsTowardsWritability() async throws {
         let pki = try TestPKI()

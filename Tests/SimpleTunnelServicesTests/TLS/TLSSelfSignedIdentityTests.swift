@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("TLS: self-signed default identity")
+@Suite("TLS: self-signed default identity", .timeLimit(.minutes(2)))
 struct TLSSelfSignedIdentityTests {
     @Test func stateDirectoryFollowsXDGThenHome() {
         #expect(SelfSignedIdentity.defaultDirectory(environment: ["XDG_STATE_HOME": "/x/state", "HOME": "/home/u"])

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("TLS: no session tickets, private keys kept private")
+@Suite("TLS: no session tickets, private keys kept private", .timeLimit(.minutes(2)))
 struct TLSServerHardeningTests {
     /// `openssl s_client -tls1_2 -sess_out` against a server on `port`: its output, and the
     /// session it saved for resumption, decoded (nil when it saved none: nothing to resume).

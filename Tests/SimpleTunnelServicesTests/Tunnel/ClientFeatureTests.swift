@@ -5,7 +5,7 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Client features end to end")
+@Suite("Client features end to end", .timeLimit(.minutes(2)))
 struct ClientFeatureTests {
     @Test func fiveHundredConcurrentFlowsKeepTheirOwnBytes() async throws {
         let fixture = try await TunnelFixture.start()

@@ -4,7 +4,7 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Flow control end to end")
+@Suite("Flow control end to end", .timeLimit(.minutes(2)))
 struct FlowControlEndToEndTests {
     /// The real client obeys the server's `suspend` and `resume`: 32 MiB (more
     /// than every buffer on the way and the suspend allowance together) reach a

@@ -3,7 +3,7 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Flow sockets a hostile peer cannot pile up")
+@Suite("Flow sockets a hostile peer cannot pile up", .timeLimit(.minutes(2)))
 struct FlowSocketLimitsTests {
     static func open(_ peer: RawTunnelPeer, _ identifier: Int64, port: Int) async throws -> TunnelConnectionOpenResult? {
         try await peer.send(.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: "127.0.0.1", port: port))))

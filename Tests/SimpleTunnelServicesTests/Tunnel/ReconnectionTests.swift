@@ -130,7 +130,9 @@ struct ReconnectionTests {
         await server.stop()
         try await openAtTheDrop.closeFuture.get()
         let reasserting = try await Self.waitForState(.reasserting, path: path, group: group, seen: &seen)
-        #expect(reasserting?.lastError?.contains("was lost") == true, "\(String(describing: reasserting))")
+        // Why: the loss, or (on a loaded machine, when the first attempt came first) the failed reconnection.
+        let why = reasserting?.lastError ?? ""
+        #expect(why.contains("was lost") || why.contains("cannot connect"), "\(String(describing: reasserting))")
         let duringOutage = try await ClientBootstrap(group: group).connect(host: "127.0.0.1", port: port).get()
         try await duringOutage.closeFuture.get()
         // The SOCKS proxy answers CONNECT with "network unreachable" (3) meanwhile.
@@ -228,7 +230,7 @@ struct ReconnectionTests {
     }
 }
 
-@Suite("Client reconnection: tunnels that die young")
+@Suite("Client reconnection: tunnels that die young", .timeLimit(.minutes(2)))
 struct ShortLivedTunnelTests {
     @Test func lossesSoonAfterComingUpAddUpAndALongLifeResetsThem() {
         var losses = ShortLivedTunnels()
@@ -276,7 +278,7 @@ struct ShortLivedTunnelTests {
     }
 }
 
-@Suite("Client reconnection: what a failed attempt is said to mean")
+@Suite("Client reconnection: what a failed attempt is said to mean", .timeLimit(.minutes(2)))
 struct ReconnectFailureTests {
     @Test func aServerThatSpokeTLSBeforeAndClosesNowIsGoingAwayNotPlaintext() {
         let reason = ReconnectFailure.reason(TLSHandshakeFailureRecorder.closedHint)

@@ -4,7 +4,7 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("--run-as on loopback")
+@Suite("--run-as on loopback", .timeLimit(.minutes(3)))
 struct RunAsTests {
     /// The Uid line of every live thread of `pid`, and their effective capabilities.
     static func threads(of pid: Int32) throws -> [(uid: String, effective: UInt64)] {

@@ -7,7 +7,7 @@ import Testing
 /// A SOCKS CONNECT the server cannot carry out is answered with RFC 1928's
 /// REP code, sent and flushed before the proxy closes: asked of real clients
 /// (curl, and a raw socket that reads the reply) through a real tunnel.
-@Suite("SOCKS refusals end to end")
+@Suite("SOCKS refusals end to end", .timeLimit(.minutes(2)))
 struct SOCKSRefusalTests {
     /// The REP byte a raw SOCKS5 client reads for a CONNECT to `host:port`, or nil if the proxy closed without one.
     static func replyCode(proxyPort: Int, host: String, port: Int) async throws -> UInt8? {

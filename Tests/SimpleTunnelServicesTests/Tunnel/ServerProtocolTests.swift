@@ -47,7 +47,7 @@ struct DenyPort: DestinationAuthorizer {
     func refusal(forAddress address: SocketAddress, requestedHost: String) -> String? { nil }
 }
 
-@Suite("Server protocol behaviour")
+@Suite("Server protocol behaviour", .timeLimit(.minutes(2)))
 struct ServerProtocolTests {
     func open(_ peer: RawTunnelPeer, _ identifier: Int64, _ host: String, _ port: Int) async throws -> TunnelConnectionOpenResult? {
         try await peer.send(.open(identifier: identifier, request: .tcp(TunnelEndpoint(host: host, port: port))))

@@ -70,7 +70,7 @@ struct GatedUDPFlow {
     }
 }
 
-@Suite("UDP flows and name resolution")
+@Suite("UDP flows and name resolution", .timeLimit(.minutes(2)))
 struct UDPNameResolutionTests {
     @Test func datagramsToANameBeingResolvedShareOneLookupAndAllArrive() async throws {
         let flow = try await GatedUDPFlow(identifier: 4)

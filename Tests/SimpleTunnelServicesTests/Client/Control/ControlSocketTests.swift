@@ -4,7 +4,7 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Client control socket")
+@Suite("Client control socket", .timeLimit(.minutes(2)))
 struct ControlSocketTests {
     struct Running {
         let fixture: RawServerFixture

@@ -8,7 +8,7 @@ import Testing
 /// Real clients through the SOCKS handler over loopback sockets, to a tiny
 /// HTTP responder reached by a direct connection that `onRequest` glues on:
 /// proves the handler hands the connection over cleanly, leftover included.
-@Suite("SOCKS5 over loopback")
+@Suite("SOCKS5 over loopback", .timeLimit(.minutes(2)))
 struct SOCKS5LoopbackTests {
     @Test func curlFetchesThroughTheProxyByAddressAndByName() throws {
         try withProxy { proxy in

@@ -8,7 +8,7 @@ import Testing
 /// in from elsewhere is closed unanswered, and the refusal is counted and logged.
 ///
 ///     lan ns 198.18.30.2 ═ 198.18.30.1 ── server ns ── 198.18.31.1 ═ 198.18.31.2 other ns
-@Suite("Plaintext clients in network namespaces", .serialized)
+@Suite("Plaintext clients in network namespaces", .serialized, .timeLimit(.minutes(3)))
 struct PlaintextClientsNamespaceTests {
     @Test(.enabled(if: NetworkNamespaceLab.isPythonAvailable, "needs root, ip netns and python3"), .timeLimit(.minutes(2)))
     func theListedLANIsServedAndAnotherAddressIsClosedUnreadAndCounted() async throws {

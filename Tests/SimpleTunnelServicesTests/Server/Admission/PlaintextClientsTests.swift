@@ -7,7 +7,7 @@ import Testing
 /// `--plaintext-clients` on real loopback sockets: a listed peer is served, any
 /// other is closed at accept with nothing read or answered, counted, and
 /// logged at most once per interval with its address.
-@Suite("Admission: plaintext clients")
+@Suite("Admission: plaintext clients", .timeLimit(.minutes(2)))
 struct PlaintextClientsTests {
     @Test(.timeLimit(.minutes(1)))
     func aListedPeerIsServedAndAnotherIsClosedUnansweredAndCounted() async throws {

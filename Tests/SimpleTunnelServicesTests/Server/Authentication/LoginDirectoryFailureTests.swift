@@ -13,7 +13,7 @@ private struct FailingDirectory: LoginDirectory {
 
 private struct DirectoryAway: Error {}
 
-@Suite("Logins whose directory fails: the client's fault or the server's")
+@Suite("Logins whose directory fails: the client's fault or the server's", .timeLimit(.minutes(2)))
 struct LoginDirectoryFailureTests {
     static func attempt(_ fixture: RawServerFixture) async throws -> TunnelMessage? {
         let peer = try await RawTunnelPeer.connect(

@@ -4,7 +4,7 @@ import NIOPosix
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Login floods")
+@Suite("Login floods", .timeLimit(.minutes(2)))
 struct LoginFloodTests {
     static func server(
         iterations: Int = PasswordHash.minimumIterations, maximumFailures: Int = 5, checks: PasswordCheckLimits = PasswordCheckLimits()

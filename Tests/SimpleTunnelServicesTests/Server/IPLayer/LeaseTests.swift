@@ -3,7 +3,7 @@ import NIOCore
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Durable leases: known clients get their address back, a new session replaces the old")
+@Suite("Durable leases: known clients get their address back, a new session replaces the old", .timeLimit(.minutes(2)))
 struct LeaseTests {
     static func address(_ text: String) throws -> IPv4Address { try #require(IPv4Address(text)) }
 

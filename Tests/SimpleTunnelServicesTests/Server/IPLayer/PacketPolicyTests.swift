@@ -3,7 +3,7 @@ import Prometheus
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("IP layer: the destination policy applies to clients' packets")
+@Suite("IP layer: the destination policy applies to clients' packets", .timeLimit(.minutes(2)))
 struct PacketPolicyTests {
     static let lease = "10.90.0.2"
 

@@ -5,7 +5,7 @@ import Prometheus
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Metrics endpoint")
+@Suite("Metrics endpoint", .timeLimit(.minutes(2)))
 struct MetricsEndpointTests {
     static func scrape(_ url: String) async throws -> (status: Int32, body: String) {
         let curl = try ExternalProcess(["curl", "-s", "--max-time", "10", "-w", "\n%{http_code}", url])
