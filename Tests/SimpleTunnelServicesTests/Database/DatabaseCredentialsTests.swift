@@ -36,7 +36,7 @@ struct DatabaseCredentialsTests {
     func aWrongOrMissingPasswordIsNamedWithinSecondsAndTheRightOneWorks() async throws {
         let postgres = try await ThrowawayPostgres.started()
         defer { postgres.remove() }
-        let location = try Self.clusterAskingForPasswords(postgres, password: "right horse")
+        let location = try await ThrowawayPostgres.offThePool { try Self.clusterAskingForPasswords(postgres, password: "right horse") }
 
         let wrong = await Self.prepare(location, password: "wrong horse")
         #expect(wrong.error?.description.contains("PostgreSQL refused user tunnel") == true, "\(String(describing: wrong.error))")

@@ -8,7 +8,8 @@ import Testing
 ///     client ns 198.18.1.2 ═ 198.18.1.1 lb ns (haproxy) ─┬─ 198.18.21.1 ═ 198.18.21.2 server A ns
 ///                                                       └─ 198.18.22.1 ═ 198.18.22.2 server B ns
 ///     each server: TUN stun0, 10.90.0.1; pool 10.90.0.2-10.90.0.3, pushed route 10.90.0.0/24
-final class LoadBalancedLab {
+// @unchecked: made off the concurrency pool (setting up takes seconds), then used by one test only.
+final class LoadBalancedLab: @unchecked Sendable {
     let lab: NetworkNamespaceLab
     let pki: TestPKI
     let postgres: ThrowawayPostgres
@@ -143,9 +144,10 @@ final class LoadBalancedLab {
 struct LoadBalancedFailoverTests {
     @Test(.enabled(if: LoadBalancedLab.isAvailable, "needs root, ip netns, /dev/net/tun, postgresql and haproxy"))
     func whenServerAStopsTheClientComesBackThroughBWithTheSameAddressAndPingWorks() async throws {
-        let failover = try LoadBalancedLab()
+        // Namespaces, PostgreSQL and a password hash block for seconds: not on one of the pool's few threads.
+        let failover = try await ThrowawayPostgres.offThePool { try LoadBalancedLab() }
         defer { failover.cleanup() }
-        try failover.addLogin("alice", password: "correct horse")
+        try await ThrowawayPostgres.offThePool { try failover.addLogin("alice", password: "correct horse") }
         let a = try await failover.startServer(0)
         let b = try await failover.startServer(1)
         _ = try await failover.startBalancer()
