@@ -49,11 +49,12 @@ struct Serve: AsyncParsableCommand {
 
     /// Settings merged from defaults, the file and `options`; clients take the device's MTU from the lease (IPv4.MTU, PROTOCOL.md A5).
     private static func prepareLaunch(
-        _ options: TunnelServerLaunchOptions, openSharedStore: @escaping SharedServerStoreOpener, openFileLimit: Int, logger: Logger
+        _ options: TunnelServerLaunchOptions, openSharedStore: @escaping SharedServerStoreOpener, loadedUsers: UsersFile? = nil,
+        openFileLimit: Int, logger: Logger
     ) throws -> TunnelServerLaunch {
         try TunnelServerLaunch.prepare(
-            options, openSharedStore: openSharedStore, resolvConf: ResolverConfiguration.readSystemResolvConf(), openFileLimit: openFileLimit,
-            logger: logger)
+            options, openSharedStore: openSharedStore, loadedUsers: loadedUsers, resolvConf: ResolverConfiguration.readSystemResolvConf(),
+            openFileLimit: openFileLimit, logger: logger)
     }
 
     func run() async throws {
@@ -107,7 +108,7 @@ struct Serve: AsyncParsableCommand {
         }
         let openFileLimit = openFiles?.after.soft ?? 1024
         let reload = ConfigurationReload(running: launch) {
-            try Self.prepareLaunch(options, openSharedStore: reopen, openFileLimit: openFileLimit, logger: logger)
+            try Self.prepareLaunch(options, openSharedStore: reopen, loadedUsers: launch.usersFile, openFileLimit: openFileLimit, logger: logger)
         }
         let service = TunnelServerService(
             settings: settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,

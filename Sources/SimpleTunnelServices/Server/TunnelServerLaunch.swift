@@ -30,8 +30,12 @@ public struct TunnelServerLaunch: Sendable {
     ///   flows on a public listener (`OwnAddressGuard`).
     /// - Parameter openSharedStore: opens the store `--database` names
     ///   (tunnel-server passes the PostgreSQL one); nil: `--database` is refused.
+    /// - Parameter loadedUsers: the users file a running server already holds;
+    ///   a reload reads it on its own (`UsersFile.reload`), so it is not read twice
+    ///   and a bad users file does not hold back the rest of the settings.
     public static func prepare(
-        _ options: TunnelServerLaunchOptions, openSharedStore: SharedServerStoreOpener? = nil, resolvConf: String?, openFileLimit: Int = OpenFileLimit.current()?.soft ?? 1024,
+        _ options: TunnelServerLaunchOptions, openSharedStore: SharedServerStoreOpener? = nil, loadedUsers: UsersFile? = nil,
+        resolvConf: String?, openFileLimit: Int = OpenFileLimit.current()?.soft ?? 1024,
         ownAddresses: LocalInterfaceAddresses = LocalInterfaceAddresses(),
         environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "tunnel-server")
     ) throws -> TunnelServerLaunch {
@@ -103,7 +107,8 @@ public struct TunnelServerLaunch: Sendable {
                 users = database.logins
             } else {
                 do {
-                    let file = try UsersFile.load(path: options.usersPath ?? "")
+                    let path = options.usersPath ?? ""
+                    let file = try loadedUsers.flatMap { $0.path == path ? $0 : nil } ?? UsersFile.load(path: path)
                     users = file
                     usersFile = file
                 } catch {

@@ -62,4 +62,28 @@ struct LaunchOptionsTests {
             "\(error)".contains("--mtu 100: expected 576 to 65535")
         }
     }
+
+    @Test func aReloadTakesTheUsersFileItHoldsSoABrokenOneDoesNotHoldBackTheRest() throws {
+        let folder = try TemporaryDirectory()
+        let users = folder.path + "/users"
+        try OperatedServer.write(["alice": "wonderland"], to: users)
+        var options = try TunnelServerLaunchOptions.parse(["--state-directory", folder.path + "/state", "--users", users])
+        let running = try TunnelServerLaunch.prepare(options, resolvConf: nil)
+        let held = try #require(running.usersFile)
+
+        // The users file is broken, and the policy changed: the reload's merge still succeeds,
+        // with the file the server holds (it reads that one again on its own).
+        try "not a users file\n".write(toFile: users, atomically: true, encoding: .utf8)
+        options.deny = ["10.0.0.0/8"]
+        let reread = try TunnelServerLaunch.prepare(options, loadedUsers: held, resolvConf: nil)
+        #expect(reread.usersFile === held)
+        #expect(reread.policy.denyRules.map(\.text) == ["10.0.0.0/8"])
+        // Without it, the broken file is read and refused, as at a start.
+        #expect(throws: TunnelServerLaunchError.self) { try TunnelServerLaunch.prepare(options, resolvConf: nil) }
+        // Another path is another file: read, not taken from the one held.
+        let others = folder.path + "/others"
+        try OperatedServer.write(["bob": "builder"], to: others)
+        options.usersPath = others
+        #expect(try TunnelServerLaunch.prepare(options, loadedUsers: held, resolvConf: nil).usersFile?.users.users["bob"] != nil)
+    }
 }
