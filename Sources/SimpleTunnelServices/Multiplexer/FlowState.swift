@@ -1,22 +1,36 @@
 import NIOCore
 
-/// One logical connection's whole state, free of I/O: where it is in its life,
-/// which of its two streams still run (PROTOCOL.md A4 "Half-close"), what waits
-/// to go to the peer, and its flow control.
+/// One logical connection's whole state, free of I/O: where it is in its life
+/// and, carried by that phase, which of its two streams still run (PROTOCOL.md
+/// A4 "Half-close"); what waits to go to the peer, and its flow control.
 ///
-/// Every transition is a method that returns what the multiplexer must do; the
-/// multiplexer never sets a field. What follows from the state alone (whether
+/// Every event is a method that answers with the one `FlowAction` the
+/// multiplexer must perform; the multiplexer never sets a field. A call that
+/// only our own mistake could make (opening a client's flow, an open result
+/// for a server's) asserts. What follows from the state alone (whether
 /// to read the local socket, whether there is something to send, whether the
 /// flow is over) is derived, never stored, so it cannot go stale.
 struct FlowState {
     typealias Kind = TunnelFlowKind
 
+    /// Which of a flow's two streams still run (PROTOCOL.md A4 "Half-close");
+    /// each ends on its own.
+    struct Streams: OptionSet, Hashable {
+        let rawValue: UInt8
+        /// Local to peer: we read the local socket and send `data`.
+        static let sending = Streams(rawValue: 1)
+        /// Peer to local: the peer sends `data`, we write the local socket.
+        static let receiving = Streams(rawValue: 2)
+        static let both: Streams = [.sending, .receiving]
+    }
+
     enum Phase {
-        /// Server: connecting. Data from the peer waits here (PROTOCOL.md A6).
-        case opening(early: [ByteBuffer], earlyBytes: Int)
+        /// Server: connecting. Data from the peer waits here (PROTOCOL.md A6);
+        /// a stream the peer ends meanwhile ends on the socket once it opens.
+        case opening(early: [ByteBuffer], earlyBytes: Int, running: Streams)
         /// Client: `open` sent, waiting for the server's answer.
-        case awaitingOpenResult
-        case open
+        case awaitingOpenResult(running: Streams)
+        case open(running: Streams)
         /// Server: the peer closed both streams while the flow was still connecting.
         case cancelled
     }
@@ -29,10 +43,6 @@ struct FlowState {
 
     let kind: Kind
     private(set) var phase: Phase
-    /// Local-to-peer stream: we read the local socket and send `data`.
-    private(set) var sending = true
-    /// Peer-to-local stream: the peer sends `data`, we write the local socket.
-    private(set) var receiving = true
     /// The peer asked us to stop sending (`suspend`).
     private(set) var peerSuspended = false
     /// We asked the peer to stop sending.
@@ -57,15 +67,26 @@ struct FlowState {
 
     /// Server: the peer asked for this flow; the opener is connecting.
     static func opening(_ kind: Kind, limits: Limits, now: NIODeadline) -> FlowState {
-        FlowState(kind: kind, phase: .opening(early: [], earlyBytes: 0), limits: limits, now: now)
+        FlowState(kind: kind, phase: .opening(early: [], earlyBytes: 0, running: .both), limits: limits, now: now)
     }
 
     /// Client: we sent `open` for a local socket.
     static func awaitingOpenResult(_ kind: Kind, limits: Limits, now: NIODeadline) -> FlowState {
-        FlowState(kind: kind, phase: .awaitingOpenResult, limits: limits, now: now)
+        FlowState(kind: kind, phase: .awaitingOpenResult(running: .both), limits: limits, now: now)
     }
 
     // MARK: Derived
+
+    /// The streams that still run, in any phase.
+    var running: Streams {
+        switch phase {
+        case .opening(_, _, let running), .awaitingOpenResult(let running), .open(let running): running
+        case .cancelled: []
+        }
+    }
+
+    var sending: Bool { running.contains(.sending) }
+    var receiving: Bool { running.contains(.receiving) }
 
     var isOpen: Bool {
         if case .open = phase { return true }
@@ -78,7 +99,10 @@ struct FlowState {
     }
 
     /// Both streams have ended and everything queued has gone: forget the flow.
-    var isDone: Bool { isOpen && !sending && !receiving && queue.isEmpty }
+    var isDone: Bool {
+        if case .open(let running) = phase { return running.isEmpty && queue.isEmpty }
+        return false
+    }
 
     /// Bytes that may go to the peer now: any once open; before, for a TCP
     /// flow, what the early-data allowance leaves.
@@ -100,129 +124,128 @@ struct FlowState {
 
     // MARK: Opening
 
-    enum OpenOutcome {
-        /// Server: the flow is open; write the early data, then, if the peer
-        /// already ended its stream, FIN the local socket.
-        case opened(early: [ByteBuffer], shutdownLocalOutput: Bool)
-        /// The peer closed the flow before it opened: close the new socket, forget the flow.
-        case cancelled
-    }
-
     /// Server: the destination is connected (or the UDP socket bound, the lease made).
-    mutating func openSucceeded() -> OpenOutcome {
+    mutating func openSucceeded(configuration: [String: PropertyListValue]?) -> FlowAction {
         switch phase {
-        case .opening(let early, _):
-            phase = .open
-            return .opened(early: early, shutdownLocalOutput: !receiving)
+        case .opening(let early, _, let running):
+            phase = .open(running: running)
+            return .confirmOpen(early: early, configuration: configuration, shutdownLocalOutput: !running.contains(.receiving))
         case .cancelled:
-            return .cancelled
+            // The peer gave the flow up: the new socket is closed unused.
+            return .forget(aborting: true)
         case .awaitingOpenResult, .open:
             // Only a server's flow that is connecting opens: anything else is our own mistake.
             assertionFailure("openSucceeded in phase \(phase)")
-            return .cancelled
+            return .forget(aborting: true)
         }
     }
 
-    enum ReopenVerdict: Equatable {
-        /// Answer 1: the flow is live (or still connecting) and stays as it is.
-        case refuse
-        /// Forget this flow (its socket gets what it was sent, then closes) and open the new one.
-        case replace
+    /// Server: the destination could not be reached (or the request was refused).
+    mutating func openFailed(_ failure: FlowOpenFailure) -> FlowAction {
+        switch phase {
+        case .opening:
+            return .endFailedOpen(answer: failure)
+        case .cancelled:
+            // The peer closed the flow and waits for no answer.
+            return .endFailedOpen(answer: nil)
+        case .awaitingOpenResult, .open:
+            assertionFailure("openFailed in phase \(phase)")
+            return .forget(aborting: true)
+        }
     }
 
     /// Server: the peer sent a new `open` for this flow's identifier. Apple's
     /// app proxy names flows by `flow.hash`, which comes back once its flow
     /// object is gone, and its `Connection` forgets a flow at the first close
     /// of either direction, ours or its own. So once either stream has ended,
-    /// the identifier is the peer's to reuse, as Apple's server (which never
-    /// checks) lets it.
-    var reopenVerdict: ReopenVerdict {
-        isOpen && (!sending || !receiving) ? .replace : .refuse
+    /// the identifier is the peer's to reuse (the old flow is forgotten, its
+    /// socket gets what it was sent), as Apple's server (which never checks) lets it.
+    func peerReopened() -> FlowAction {
+        if case .open(let running) = phase, running != .both { return .forget(aborting: false) }
+        return .refuseDuplicateOpen
     }
 
-    /// Server: the open failed; whether the peer still waits for an answer.
-    func openFailedNeedsAnswer() -> Bool {
-        if case .opening = phase { return true }
-        return false
-    }
-
-    /// Client: the server answered `success`; false when no answer was awaited.
-    mutating func openResultSucceeded() -> Bool {
-        guard isAwaitingOpenResult else { return false }
-        phase = .open
-        return true
+    /// Client: the server answered our `open`.
+    mutating func openResultReceived(
+        _ result: TunnelConnectionOpenResult, configuration: [String: PropertyListValue]?, detail: TunnelOpenResultDetail?
+    ) -> FlowAction {
+        switch phase {
+        case .awaitingOpenResult(let running):
+            guard result == .success else {
+                return .failPendingOpen(FlowOpenFailure(result, "the server answered \(result)\(detail.map { ", \($0)" } ?? "")", detail: detail))
+            }
+            phase = .open(running: running)
+            return .completeOpen(configuration)
+        case .open:
+            // A second answer: harmless, ignored.
+            return .none
+        case .opening, .cancelled:
+            assertionFailure("a server's flow got an open result")
+            return .none
+        }
     }
 
     // MARK: Data from the peer
 
-    enum InboundDataVerdict: Equatable {
-        case deliver
-        /// Kept in the state until the open completes.
-        case keptUntilOpen
-        /// After a close, or for a flow that cannot take it: harmless, dropped.
-        case drop
-        /// More than the early-data allowance before the open completed.
-        case tooMuchEarlyData
-    }
-
-    mutating func receiveData(_ data: ByteBuffer, now: NIODeadline) -> InboundDataVerdict {
+    mutating func receiveData(_ data: ByteBuffer, to destination: TunnelEndpoint?, now: NIODeadline) -> FlowAction {
         lastActivity = now
         switch phase {
-        case .opening(var early, let earlyBytes):
-            guard receiving else { return .drop }
-            guard earlyBytes + data.readableBytes <= limits.earlyDataAllowance else { return .tooMuchEarlyData }
+        case .opening(var early, let earlyBytes, let running):
+            guard running.contains(.receiving) else { return .drop }
+            guard earlyBytes + data.readableBytes <= limits.earlyDataAllowance else {
+                return .peerFault(reason: "the peer sent more than \(limits.earlyDataAllowance) bytes before the flow opened")
+            }
             // Nothing to keep (and no allowance used): empty data must not grow the list without bound.
-            guard data.readableBytes > 0 else { return .keptUntilOpen }
+            guard data.readableBytes > 0 else { return .none }
             // Out of `phase` while appending, so the array has one owner and is not copied.
-            phase = .awaitingOpenResult
+            phase = .cancelled
             early.append(data)
-            phase = .opening(early: early, earlyBytes: earlyBytes + data.readableBytes)
-            return .keptUntilOpen
+            phase = .opening(early: early, earlyBytes: earlyBytes + data.readableBytes, running: running)
+            return .none
         case .awaitingOpenResult, .cancelled:
             return .drop
-        case .open:
-            return receiving ? .deliver : .drop
+        case .open(let running):
+            return running.contains(.receiving) ? .writeLocal(data, to: destination) : .drop
         }
     }
 
     /// Bytes of early data held for a flow still connecting.
     var earlyDataBytes: Int {
-        if case .opening(_, let bytes) = phase { return bytes }
+        if case .opening(_, let bytes, _) = phase { return bytes }
         return 0
     }
 
     // MARK: Data from the local socket
 
-    /// Bytes read from the local socket, for the peer; false when the flow no
-    /// longer sends (they are dropped).
-    mutating func readLocal(_ data: ByteBuffer, from source: TunnelEndpoint?, now: NIODeadline) -> Bool {
-        guard sending, isOpen || isAwaitingOpenResult else { return false }
+    /// Bytes read from the local socket, for the peer; dropped once the flow no longer sends.
+    mutating func readLocal(_ data: ByteBuffer, from source: TunnelEndpoint?, now: NIODeadline) -> FlowAction {
+        guard sending, isOpen || isAwaitingOpenResult else { return .drop }
         lastActivity = now
         queue.appendData(data, source: source)
         updateQueueWatermarks()
-        return true
+        return .none
     }
 
     /// Packets read from an IP flow's device. It cannot be paused per client:
-    /// beyond the high watermark packets are dropped (false), as a congested
-    /// router would, and TCP inside the tunnel slows down.
-    mutating func readPackets(_ packets: [TunnelPacket], now: NIODeadline) -> Bool {
-        guard isOpen, kind == .ip, queue.bufferedBytes < limits.queue.high else { return false }
+    /// beyond the high watermark packets are dropped, as a congested router
+    /// would, and TCP inside the tunnel slows down.
+    mutating func readPackets(_ packets: [TunnelPacket], now: NIODeadline) -> FlowAction {
+        guard isOpen, kind == .ip, queue.bufferedBytes < limits.queue.high else { return .drop }
         lastActivity = now
         queue.appendPackets(packets)
-        return true
+        return .none
     }
 
-    /// The next item for the tunnel, at most `maximumChunk` bytes of data.
-    mutating func nextToSend(maximumChunk: Int) -> FlowOutboundQueue.Item? {
-        guard !peerSuspended else { return nil }
+    /// The tunnel has room: the next item for it, at most `maximumChunk` bytes of data.
+    mutating func nextToSend(maximumChunk: Int) -> FlowAction {
+        guard !peerSuspended else { return .none }
         let budget = min(maximumChunk, sendableBytes)
-        guard budget > 0, let item = queue.popFirst(maximumChunk: budget, splittable: kind == .tcp) else { return nil }
+        guard budget > 0, let item = queue.popFirst(maximumChunk: budget, splittable: kind == .tcp) else { return .none }
         if isAwaitingOpenResult, case .data(let data, _) = item {
             sentBeforeOpen += data.readableBytes
         }
         updateQueueWatermarks()
-        return item
+        return .send(item)
     }
 
     private mutating func updateQueueWatermarks() {
@@ -231,119 +254,114 @@ struct FlowState {
 
     // MARK: Flow control
 
-    /// The peer sent `suspend` (true) or `resume` (false).
-    mutating func peerSuspended(_ suspended: Bool) {
+    /// The peer sent `suspend` (true) or `resume` (false). Reading and the
+    /// flow's turn follow from the state.
+    mutating func peerSuspended(_ suspended: Bool) -> FlowAction {
         peerSuspended = suspended
+        return .none
     }
 
     /// The local socket stopped or started taking writes: whether to send
-    /// `suspend` or `resume` to the peer, or nothing.
-    mutating func localWritabilityChanged(_ isWritable: Bool) -> TunnelCommand? {
-        guard isOpen, receiving else { return nil }
+    /// `suspend` or `resume` to the peer.
+    mutating func localWritabilityChanged(_ isWritable: Bool) -> FlowAction {
+        guard isOpen, receiving else { return .none }
         if !isWritable, !suspendSent {
             suspendSent = true
-            return .suspend
+            return .suspendPeer
         }
         if isWritable, suspendSent {
             suspendSent = false
-            return .resume
+            return .resumePeer
         }
-        return nil
+        return .none
     }
 
     // MARK: Closing
 
-    enum PeerCloseEffect: Equatable {
-        case nothing
-        /// The peer-to-local stream ended: FIN the local socket after pending writes.
-        case shutdownLocalOutput
-        /// The peer cannot take our stream: stop reading, drop what is queued.
-        case stopSending
-        /// Both streams ended by the peer: close the local socket, forget the flow.
-        case closeAll
-        /// Client: the server closed a flow it had not answered yet.
-        case failPendingOpen
-        /// Server: still connecting; what the close means applies when it opens.
-        case deferredUntilOpen
+    /// Ends `ended` of the running streams, in whichever phase carries them.
+    private mutating func end(_ ended: Streams) {
+        switch phase {
+        case .opening(let early, let bytes, let running):
+            phase = .opening(early: early, earlyBytes: bytes, running: running.subtracting(ended))
+        case .awaitingOpenResult(let running):
+            phase = .awaitingOpenResult(running: running.subtracting(ended))
+        case .open(let running):
+            phase = .open(running: running.subtracting(ended))
+        case .cancelled:
+            break
+        }
     }
 
     /// Applies a `close` from the peer. While opening, the effects wait for the
     /// open to complete (the early data is still written first); a flow whose
     /// both streams end before then is cancelled.
-    mutating func peerClosed(_ direction: TunnelConnectionCloseDirection) -> PeerCloseEffect {
-        let effect: PeerCloseEffect
+    mutating func peerClosed(_ direction: TunnelConnectionCloseDirection) -> FlowAction {
+        let action: FlowAction
         switch direction {
         case .none:
-            effect = .nothing
+            return .none
         case .write:
-            guard receiving else { return .nothing }
-            receiving = false
-            effect = .shutdownLocalOutput
+            guard receiving else { return .none }
+            end(.receiving)
+            action = .shutdownLocalOutput
         case .read:
-            guard sending else { return .nothing }
-            sending = false
+            guard sending else { return .none }
+            end(.sending)
             queue.removeAllData()
             updateQueueWatermarks()
-            effect = .stopSending
+            // Reading stops, as the state now says.
+            action = .none
         case .all:
-            sending = false
-            receiving = false
+            end(.both)
             queue.removeAllData()
             updateQueueWatermarks()
-            effect = .closeAll
+            action = .forget(aborting: false)
         }
         switch phase {
         case .open:
-            return effect
-        case .opening:
-            if !sending, !receiving { phase = .cancelled }
-            return .deferredUntilOpen
-        case .awaitingOpenResult:
-            return !sending && !receiving ? .failPendingOpen : .nothing
+            return action
+        case .opening(_, _, let running):
+            // Deferred until the open completes: `openSucceeded` carries it out,
+            // unless the peer has given the flow up.
+            if running.isEmpty { phase = .cancelled }
+            return .none
         case .cancelled:
-            return .nothing
+            return .none
+        case .awaitingOpenResult(let running):
+            return running.isEmpty ? .failPendingOpen(FlowOpenFailure(.internalError, "the server closed the flow before answering")) : .none
         }
     }
 
-    /// The local socket's input ended: whether a `close(write)` was queued.
-    mutating func localReadEnded() -> Bool {
-        guard sending else { return false }
-        sending = false
+    /// The local socket's input ended: a `close(write)` is queued after what was read.
+    mutating func localReadEnded() -> FlowAction {
+        guard sending else { return .none }
+        end(.sending)
         queue.appendClose(.write)
-        return true
+        return .none
     }
 
-    enum LocalCloseEffect: Equatable {
-        case nothing
-        /// A close was queued after the data already read.
-        case queuedClose(TunnelConnectionCloseDirection)
-        /// Client: the local side gave up before the server answered.
-        case failPendingOpen
-    }
-
-    /// The local socket is gone: whatever still ran ends now.
-    mutating func localClosed() -> LocalCloseEffect {
+    /// The local socket is gone: whatever still ran ends now, and the peer is told after what is queued.
+    mutating func localClosed() -> FlowAction {
+        let running: Streams
         switch phase {
         case .awaitingOpenResult:
-            sending = false
-            receiving = false
-            return .failPendingOpen
+            end(.both)
+            return .failPendingOpen(FlowOpenFailure(.internalError, "the local connection closed"))
         case .opening, .cancelled:
-            // A server has no socket before the open completes.
-            return .nothing
-        case .open:
-            break
+            // The opener's socket, gone before the open completed: the open's result decides.
+            return .none
+        case .open(let open):
+            running = open
         }
         let direction: TunnelConnectionCloseDirection
-        switch (sending, receiving) {
-        case (false, false): return .nothing
+        switch (running.contains(.sending), running.contains(.receiving)) {
+        case (false, false): return .none
         case (true, true): direction = .all
         case (true, false): direction = .write
         case (false, true): direction = .read
         }
-        sending = false
-        receiving = false
+        end(.both)
         queue.appendClose(direction)
-        return .queuedClose(direction)
+        return .none
     }
 }

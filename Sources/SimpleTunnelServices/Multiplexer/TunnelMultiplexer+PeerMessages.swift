@@ -90,70 +90,27 @@ extension TunnelMultiplexer {
         counters.statistics.bytesFromPeer += UInt64(payload.readableBytes)
         counters.metrics?.bytesFromPeer(payload.readableBytes)
         // Changed in place (through `transition`): a copy of the flow would copy its early data on every append.
-        let verdict = transition(identifier) { $0.receiveData(payload, now: .now()) }
-        switch verdict {
-        case .deliver?:
-            let allowance = budgets.suspendAllowance.charge(identifier, bytes: payload.readableBytes)
-            switch allowance {
-            case .within, .holdPeer:
-                // Past the allowance a server still keeps what it read (and reads no more: `suspendAllowanceChanged`).
-                endpoints[identifier]?.endpoint.write(payload, to: destination)
-                markForFlush(identifier)
-                suspendAllowanceChanged()
-            case .abortFlow(let reason):
-                suspendAllowanceChanged()
-                abort(identifier, reason: reason)
-            }
-        case .tooMuchEarlyData?:
-            abort(identifier, reason: "the peer sent more than \(limits.earlyDataAllowance) bytes before the flow opened")
-        case .keptUntilOpen?, .drop?, nil:
-            // Kept for the open (counted in the tunnel's budget), or harmless after a close.
-            break
-        }
-    }
-
-    func markForFlush(_ identifier: TunnelConnectionIdentifier) {
-        // A bulk flow's messages arrive in runs: one flush per run is enough.
-        if pending.endpointsToFlush.last != identifier {
-            pending.endpointsToFlush.append(identifier)
-        }
+        transition(identifier) { $0.receiveData(payload, to: destination, now: .now()) }
     }
 
     // MARK: Close
 
     private func receiveClose(_ direction: TunnelConnectionCloseDirection, for identifier: TunnelConnectionIdentifier) {
         // A late close for a flow already gone passes quietly.
-        transition(identifier, { $0.peerClosed(direction) }) { effect in
-            switch effect {
-            case .nothing, .deferredUntilOpen, .stopSending:
-                // Reading and forgetting follow from the state (`reconcile`).
-                break
-            case .shutdownLocalOutput:
-                endpoints[identifier]?.endpoint.shutdownOutput()
-            case .closeAll:
-                forget(identifier)
-            case .failPendingOpen:
-                failPendingOpen(identifier, FlowOpenFailure(.internalError, "the server closed the flow before answering"))
-            }
-        }
+        transition(identifier) { $0.peerClosed(direction) }
     }
 
     // MARK: Open (server)
 
     private func receiveOpen(_ request: TunnelOpenRequest, for identifier: TunnelConnectionIdentifier, opener: FlowOpener) {
         // Metadata is built only when a line is logged: an open is on every flow's path.
-        switch flows[identifier]?.reopenVerdict {
-        case nil:
-            break
-        case .refuse?:
-            peerNotice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
-            counters.metrics?.openResult(.invalidParameter)
-            sendControl(.openResult(identifier: identifier, result: .invalidParameter))
-            return
-        case .replace?:
-            // Nothing of the old flow reaches the peer any more: its queue goes, its socket is detached.
+        if flows[identifier] != nil {
+            guard case .forget? = transition(identifier, { $0.peerReopened() }) else {
+                peerNotice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
+                return
+            }
+            // Nothing of the old flow reaches the peer any more: its queue went, its socket is detached.
             logger.debug("a new open replaces a flow that was closing", metadata: ["flow": "\(identifier)"])
-            forget(identifier)
         }
         let kind = FlowState.Kind(request)
         if flows.count >= limits.maximumFlows || (kind == .udp && udp.count >= limits.maximumUDPFlows) {
@@ -169,7 +126,7 @@ extension TunnelMultiplexer {
     }
 
     private func openCompleted(_ identifier: TunnelConnectionIdentifier, request: TunnelOpenRequest, result: Result<OpenedFlow, FlowOpenFailure>) {
-        guard !isClosed, let flow = flows[identifier] else {
+        guard !isClosed, flows[identifier] != nil else {
             if case .success(let opened) = result { opened.endpoint.abort() }
             return
         }
@@ -179,38 +136,12 @@ extension TunnelMultiplexer {
                 "open failed",
                 metadata: ["flow": "\(identifier)", "request": "\(request)", "result": "\(failure.result)", "reason": "\(failure.reason)"])
             counters.metrics?.openResult(failure.result)
-            if flow.openFailedNeedsAnswer() {
-                sendControl(.openResult(identifier: identifier, result: failure.result, detail: failure.detail))
-            }
-            forget(identifier)
+            transition(identifier) { $0.openFailed(failure) }
         case .success(let opened):
             endpoints[identifier] = EndpointSlot(endpoint: opened.endpoint)
-            transition(identifier, { $0.openSucceeded() }) { outcome in
-                switch outcome {
-                case .opened(let early, let shutdownLocalOutput):
-                    counters.statistics.flowsOpened += 1
-                    counters.metrics?.flowOpened(flow.kind)
-                    counters.metrics?.openResult(.success)
-                    // Debug, not info: one line per flow costs a busy server more than the flow itself.
-                    logger.debug("flow opened", metadata: ["flow": "\(identifier)", "request": "\(request)"])
-                    sendControl(.openResult(identifier: identifier, result: .success, configuration: opened.configuration))
-                    for data in early {
-                        opened.endpoint.write(data, to: nil)
-                    }
-                    if !early.isEmpty {
-                        opened.endpoint.flush()
-                    }
-                    if shutdownLocalOutput {
-                        opened.endpoint.shutdownOutput()
-                    }
-                    if flow.kind == .udp {
-                        startUDPExpiry()
-                    }
-                case .cancelled:
-                    logger.debug("open completed after the peer closed the flow", metadata: ["flow": "\(identifier)", "request": "\(request)"])
-                    forget(identifier, aborting: true)
-                }
-            }
+            // Debug, not info: one line per flow costs a busy server more than the flow itself.
+            logger.debug("open completed", metadata: ["flow": "\(identifier)", "request": "\(request)"])
+            transition(identifier) { $0.openSucceeded(configuration: opened.configuration) }
         }
     }
 
@@ -222,33 +153,14 @@ extension TunnelMultiplexer {
         detail: TunnelOpenResultDetail?,
         for identifier: TunnelConnectionIdentifier
     ) {
-        guard let flow = flows[identifier], flow.isAwaitingOpenResult else {
+        guard flows[identifier] != nil else {
             // The local side gave up before the answer: tell the server we are done.
-            if flows[identifier] == nil, result == .success {
+            if result == .success {
                 sendControl(.close(identifier: identifier, direction: .all))
             }
             return
         }
-        guard result == .success else {
-            failPendingOpen(identifier, FlowOpenFailure(result, "the server answered \(result)\(detail.map { ", \($0)" } ?? "")", detail: detail))
-            return
-        }
-        counters.statistics.flowsOpened += 1
-        if flow.kind == .udp {
-            startUDPExpiry()
-        }
-        let completion = client.opens.removeValue(forKey: identifier)
-        let opened = transition(identifier) { $0.openResultSucceeded() }
-        // Checked above: the flow was awaiting this answer.
-        assert(opened == true, "an open result for a flow that awaited none")
-        completion?(.success(configuration))
-    }
-
-    func failPendingOpen(_ identifier: TunnelConnectionIdentifier, _ failure: FlowOpenFailure) {
-        // The completion first: a SOCKS proxy must answer on the connection that forgetting the flow closes.
-        let completion = client.opens.removeValue(forKey: identifier)
-        completion?(.failure(failure))
-        forget(identifier)
+        transition(identifier) { $0.openResultReceived(result, configuration: configuration, detail: detail) }
     }
 
     // MARK: Unexpected

@@ -10,11 +10,12 @@ import NIOCore
 /// no I/O of its own: it writes messages to a `TunnelOutput` and drives
 /// `FlowEndpoint`s, so tests can run it with fakes.
 ///
-/// After every transition of a flow, `reconcile` brings the world in line with
-/// the flow's state: its endpoint reads exactly when the state (and the
-/// tunnel's memory budget) wants it to, it is scheduled when it has something
-/// to send, and it is forgotten when it is done. Nothing else starts or stops
-/// a flow's reading, so no flow can be left paused by a missed event.
+/// After every event of a flow, `transition` performs the `FlowAction` it
+/// answers with, then `reconcile` brings the world in line with the flow's
+/// state: its endpoint reads exactly when the state (and the tunnel's memory
+/// budget) wants it to, it is scheduled when it has something to send, and it
+/// is forgotten when it is done. Nothing else starts or stops a flow's
+/// reading, so no flow can be left paused by a missed event.
 public final class TunnelMultiplexer {
     public struct Limits: Sendable {
         /// Flows open or opening at once in this tunnel.
@@ -164,27 +165,6 @@ public final class TunnelMultiplexer {
 
     // MARK: Transitions
 
-    /// Runs one transition of a flow, carries out its `effects` (which may
-    /// forget the flow), then reconciles the flow with its new state. Every
-    /// change to a flow's state goes through here.
-    @discardableResult
-    func transition<Result>(
-        _ identifier: TunnelConnectionIdentifier,
-        _ body: (inout FlowState) -> Result,
-        effects: (Result) -> Void = { _ in }
-    ) -> Result? {
-        guard let index = flows.index(forKey: identifier) else { return nil }
-        let queuedBefore = flows.values[index].queue.bufferedBytes
-        let earlyBefore = flows.values[index].earlyDataBytes
-        let result = body(&flows.values[index])
-        let queuedChange = flows.values[index].queue.bufferedBytes - queuedBefore
-        let earlyChange = flows.values[index].earlyDataBytes - earlyBefore
-        effects(result)
-        account(queued: queuedChange, early: earlyChange)
-        reconcile(identifier)
-        return result
-    }
-
     /// Brings the flow's endpoint, its place in the schedule and its existence
     /// in line with its state.
     func reconcile(_ identifier: TunnelConnectionIdentifier) {
@@ -199,9 +179,8 @@ public final class TunnelMultiplexer {
         updateReading(identifier, wanted: flow.wantsReading && budgets.mayReadLocally)
     }
 
-
     /// Counts what the tunnel holds and acts when a budget is crossed.
-    private func account(queued: Int, early: Int) {
+    func account(queued: Int, early: Int) {
         chargeServer(queued + early)
         if queued != 0, let crossing = budgets.queued.add(queued) {
             // Crossing the budget changes what every flow may do (rare; within it nothing here runs).
@@ -328,22 +307,10 @@ public final class TunnelMultiplexer {
         var sent = 0
         var wrote = false
         while sent < limits.maximumDataChunk, output.isWritable {
-            let next = transition(identifier) { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) }
-            guard let item = next ?? nil else { break }
+            // `transition` writes what the flow sends.
+            guard case .send(let item)? = transition(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) }) else { break }
             wrote = true
-            switch item {
-            case .data(let data, let source):
-                sent += data.readableBytes
-                countSent(data.readableBytes)
-                output.write(.data(identifier: identifier, payload: data, endpoint: source))
-            case .packets(let packets):
-                let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
-                sent += bytes
-                countSent(bytes)
-                output.write(.packets(identifier: identifier, packets: packets))
-            case .close(let direction):
-                output.write(.close(identifier: identifier, direction: direction))
-            }
+            sent += item.payloadBytes
         }
         schedule.turnEnded(identifier, hasMore: flows[identifier]?.hasSomethingToSend ?? false)
         // A flow whose last item was its close is done once it has gone.
@@ -353,7 +320,7 @@ public final class TunnelMultiplexer {
         return wrote
     }
 
-    private func countSent(_ bytes: Int) {
+    func countSent(_ bytes: Int) {
         counters.statistics.bytesToPeer += UInt64(bytes)
         counters.metrics?.bytesToPeer(bytes)
     }

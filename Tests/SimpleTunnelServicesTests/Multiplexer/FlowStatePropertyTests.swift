@@ -6,10 +6,11 @@ import Testing
 /// Random sequences of everything that can happen to one TCP flow, on either
 /// side, against what must always hold: no byte is lost or sent twice in
 /// either direction, each direction is closed towards the peer at most once
-/// and nothing follows a full close, and the derived answers agree with the state.
+/// and nothing follows a full close, the derived answers agree with the state,
+/// and the flow is only ever in a state `FlowStateTable` lists.
 @Suite("A flow's state under random events")
 struct FlowStatePropertyTests {
-    static let limits = FlowState.Limits(earlyDataAllowance: 4096, queue: Watermark(high: 8192, low: 2048))
+    static let limits = FlowStateTable.limits
 
     /// What the peer and the local socket have seen, to check the flow against.
     struct Ledger {
@@ -31,15 +32,17 @@ struct FlowStatePropertyTests {
             switch event {
             case 0:
                 ledger.receivedFromPeer += size
-                switch flow.receiveData(ByteBuffer(repeating: 1, count: size), now: .now()) {
-                case .deliver: ledger.deliveredLocally += size
-                case .keptUntilOpen: ledger.heldEarly += size
-                case .drop, .tooMuchEarlyData: ledger.droppedFromPeer += size
+                let heldBefore = flow.earlyDataBytes
+                switch flow.receiveData(ByteBuffer(repeating: 1, count: size), to: nil, now: .now()) {
+                case .writeLocal(let data, _): ledger.deliveredLocally += data.readableBytes
+                case .none: ledger.heldEarly += flow.earlyDataBytes - heldBefore
+                case .drop, .peerFault: ledger.droppedFromPeer += size
+                case let other: Issue.record("data from the peer answered \(other.name)")
                 }
             case 1:
-                if flow.readLocal(ByteBuffer(repeating: 2, count: size), from: nil, now: .now()) { ledger.readLocally += size }
+                if case .none = flow.readLocal(ByteBuffer(repeating: 2, count: size), from: nil, now: .now()) { ledger.readLocally += size }
             case 2:
-                while let item = flow.nextToSend(maximumChunk: max(1, size)) {
+                while case .send(let item) = flow.nextToSend(maximumChunk: max(1, size)) {
                     #expect(!ledger.closesSent.contains(.all), "something was sent after a full close")
                     switch item {
                     case .data(let data, _): ledger.sentToPeer += data.readableBytes
@@ -51,7 +54,7 @@ struct FlowStatePropertyTests {
                 }
             case 3:
                 let before = flow.queue.bufferedBytes
-                _ = flow.peerClosed([.none, .read, .write, .all][size % 4])
+                if case .shutdownLocalOutput = flow.peerClosed([.none, .read, .write, .all][size % 4]) { #expect(!flow.receiving) }
                 ledger.discarded += before - flow.queue.bufferedBytes
                 if case .cancelled = flow.phase {
                     // The peer gave the flow up before it opened: what it sent early goes nowhere.
@@ -59,25 +62,24 @@ struct FlowStatePropertyTests {
                     ledger.heldEarly = 0
                 }
             case 4:
-                _ = flow.localReadEnded()
+                FlowEvent.localEOF.apply(to: &flow)
             case 5:
-                _ = flow.localClosed()
+                FlowEvent.localClosed.apply(to: &flow)
             case 6:
-                flow.peerSuspended(size % 2 == 0)
+                (size % 2 == 0 ? FlowEvent.peerSuspend : .peerResume).apply(to: &flow)
             case 7:
-                _ = flow.localWritabilityChanged(size % 2 == 0)
+                (size % 2 == 0 ? FlowEvent.localFull : .localDrained).apply(to: &flow)
             default:
                 if server {
                     guard case .opening = flow.phase else { break }
-                    if case .opened(let early, _) = flow.openSucceeded() {
+                    if case .confirmOpen(let early, _, _) = flow.openSucceeded(configuration: nil) {
                         let bytes = early.reduce(0) { $0 + $1.readableBytes }
                         #expect(bytes == ledger.heldEarly, "the early data written at open is what was held")
                         ledger.deliveredLocally += bytes
                         ledger.heldEarly = 0
                     }
                 } else if flow.isAwaitingOpenResult {
-                    let opened = flow.openResultSucceeded()
-                    #expect(opened)
+                    #expect(FlowEvent.openResultSuccess.apply(to: &flow).name == "completeOpen")
                 }
             }
             // Local to peer: every byte read is sent, discarded by the peer's close, or still queued.
@@ -89,6 +91,7 @@ struct FlowStatePropertyTests {
             if flow.wantsReading { #expect(flow.sending) }
             if flow.hasSomethingToSend { #expect(!flow.peerSuspended && !flow.queue.isEmpty) }
             if case .cancelled = flow.phase { #expect(server && !flow.sending && !flow.receiving) }
+            #expect(FlowStateTable.states.contains { $0.label == flow.label } || flow.label == "done", "step \(step): \(flow.label) is not in the table")
         }
     }
 

@@ -8,7 +8,7 @@ struct FlowStateTests {
 
     func openFlow() -> FlowState {
         var flow = FlowState.awaitingOpenResult(.tcp, limits: limits, now: .now())
-        _ = flow.openResultSucceeded()
+        #expect(flow.openResultReceived(.success, configuration: nil, detail: nil).name == "completeOpen")
         return flow
     }
 
@@ -18,111 +18,93 @@ struct FlowStateTests {
 
     @Test func halfClosesEndTheFlowOnlyWhenBothStreamsHaveEnded() {
         var flow = openFlow()
-        let step1 = flow.localReadEnded()
-        #expect(step1)
-        let step2 = flow.localReadEnded()
-        #expect(!step2, "a second EOF changes nothing")
-        #expect(!flow.isDone, "the queued close(write) has not gone yet")
-        let step3 = flow.nextToSend(maximumChunk: 1024)
-        #expect(step3.map { if case .close(.write) = $0 { true } else { false } } == true)
+        #expect(flow.localReadEnded().name == "none")
+        #expect(flow.queue.bufferedBytes == 0 && !flow.queue.isEmpty, "close(write) queued")
+        #expect(flow.localReadEnded().name == "none")
+        #expect(flow.nextToSend(maximumChunk: 1024).name == "send(close(write))")
+        #expect(flow.nextToSend(maximumChunk: 1024).name == "none", "a second EOF queued nothing")
         #expect(!flow.isDone, "the peer still sends")
-        let step4 = flow.peerClosed(.write)
-        #expect(step4 == .shutdownLocalOutput)
+        #expect(flow.peerClosed(.write).name == "shutdownLocalOutput")
         #expect(flow.isDone)
-        let step5 = flow.peerClosed(.write)
-        #expect(step5 == .nothing)
+        #expect(flow.peerClosed(.write).name == "none")
     }
 
     /// Apple's app proxy reuses `flow.hash` identifiers once it has forgotten a
     /// flow, which it does at the first close of either direction.
     @Test func aNewOpenReplacesAFlowOnlyOnceOneOfItsStreamsHasEnded() {
         var opening = openingFlow()
-        #expect(opening.reopenVerdict == .refuse, "still connecting")
-        _ = opening.peerClosed(.write)
-        #expect(opening.reopenVerdict == .refuse, "still connecting: the open's answer is owed to this flow")
+        #expect(opening.peerReopened().name == "refuseDuplicateOpen", "still connecting")
+        #expect(opening.peerClosed(.write).name == "none")
+        #expect(opening.peerReopened().name == "refuseDuplicateOpen", "still connecting: the open's answer is owed to this flow")
         var live = openFlow()
-        #expect(live.reopenVerdict == .refuse, "both streams run: a true duplicate")
-        _ = live.localReadEnded()
-        #expect(live.reopenVerdict == .replace, "we sent close 3: the sample forgot the flow")
+        #expect(live.peerReopened().name == "refuseDuplicateOpen", "both streams run: a true duplicate")
+        #expect(live.localReadEnded().name == "none")
+        #expect(live.peerReopened().name == "forget", "we sent close 3: the sample forgot the flow")
         var closedByPeer = openFlow()
-        _ = closedByPeer.peerClosed(.read)
-        #expect(closedByPeer.reopenVerdict == .replace)
+        #expect(closedByPeer.peerClosed(.read).name == "none")
+        #expect(closedByPeer.peerReopened().name == "forget")
     }
 
     @Test func closeTypeReadStopsSendingAndDropsWhatWasQueued() {
         var flow = openFlow()
-        _ = flow.readLocal(ByteBuffer(string: "unsent"), from: nil, now: .now())
-        let step6 = flow.peerClosed(.read)
-        #expect(step6 == .stopSending)
+        #expect(flow.readLocal(ByteBuffer(string: "unsent"), from: nil, now: .now()).name == "none")
+        #expect(flow.peerClosed(.read).name == "none")
         #expect(flow.queue.isEmpty)
         #expect(!flow.wantsReading)
-        let step7 = flow.readLocal(ByteBuffer(string: "late"), from: nil, now: .now())
-        #expect(!step7, "nothing more is queued")
+        #expect(flow.readLocal(ByteBuffer(string: "late"), from: nil, now: .now()).name == "drop", "nothing more is queued")
         #expect(!flow.isDone)
-        let step8 = flow.receiveData(ByteBuffer(string: "still flows"), now: .now())
-        #expect(step8 == .deliver)
+        #expect(flow.receiveData(ByteBuffer(string: "still flows"), to: nil, now: .now()).name == "writeLocal")
     }
 
     @Test func closeTypeNoneChangesNothingAndAllEndsBoth() {
         var flow = openFlow()
-        let step9 = flow.peerClosed(.none)
-        #expect(step9 == .nothing)
+        #expect(flow.peerClosed(.none).name == "none")
         #expect(flow.wantsReading)
-        let step10 = flow.peerClosed(.all)
-        #expect(step10 == .closeAll)
+        #expect(flow.peerClosed(.all).name == "forget")
         #expect(flow.isDone)
-        let step11 = flow.receiveData(ByteBuffer(string: "late"), now: .now())
-        #expect(step11 == .drop)
+        #expect(flow.receiveData(ByteBuffer(string: "late"), to: nil, now: .now()).name == "drop")
     }
 
     @Test func aLostLocalSocketEndsWhatStillRan() {
         var flow = openFlow()
-        let step12 = flow.localClosed()
-        #expect(step12 == .queuedClose(.all))
+        #expect(flow.localClosed().name == "none")
+        #expect(flow.nextToSend(maximumChunk: 1024).name == "send(close(all))")
         var halfDone = openFlow()
-        _ = halfDone.peerClosed(.write)
-        let step13 = halfDone.localClosed()
-        #expect(step13 == .queuedClose(.write))
-        let step14 = halfDone.localClosed()
-        #expect(step14 == .nothing)
+        #expect(halfDone.peerClosed(.write).name == "shutdownLocalOutput")
+        #expect(halfDone.localClosed().name == "none")
+        #expect(halfDone.localClosed().name == "none")
+        #expect(halfDone.nextToSend(maximumChunk: 1024).name == "send(close(write))")
+        #expect(halfDone.nextToSend(maximumChunk: 1024).name == "none", "the second local close queued nothing")
         var waiting = FlowState.awaitingOpenResult(.tcp, limits: limits, now: .now())
-        let step15 = waiting.localClosed()
-        #expect(step15 == .failPendingOpen)
+        #expect(waiting.localClosed().name == "failPendingOpen")
     }
 
     @Test func suspendAndResumeAreSentOnceEach() {
         var flow = openFlow()
-        let step16 = flow.localWritabilityChanged(false)
-        #expect(step16 == .suspend)
-        let step17 = flow.localWritabilityChanged(false)
-        #expect(step17 == nil)
-        let step18 = flow.localWritabilityChanged(true)
-        #expect(step18 == .resume)
-        let step19 = flow.localWritabilityChanged(true)
-        #expect(step19 == nil)
+        #expect(flow.localWritabilityChanged(false).name == "suspendPeer")
+        #expect(flow.localWritabilityChanged(false).name == "none")
+        #expect(flow.localWritabilityChanged(true).name == "resumePeer")
+        #expect(flow.localWritabilityChanged(true).name == "none")
     }
 
     @Test func aSuspendedPeerGetsNothingAndIsNotRead() {
         var flow = openFlow()
-        _ = flow.readLocal(ByteBuffer(string: "held"), from: nil, now: .now())
-        flow.peerSuspended(true)
+        #expect(flow.readLocal(ByteBuffer(string: "held"), from: nil, now: .now()).name == "none")
+        #expect(flow.peerSuspended(true).name == "none")
         #expect(!flow.wantsReading)
         #expect(!flow.hasSomethingToSend)
-        let step20 = flow.nextToSend(maximumChunk: 1024)
-        #expect(step20 == nil)
-        flow.peerSuspended(false)
+        #expect(flow.nextToSend(maximumChunk: 1024).name == "none")
+        #expect(flow.peerSuspended(false).name == "none")
         #expect(flow.hasSomethingToSend)
         #expect(flow.wantsReading)
     }
 
     @Test func earlyDataIsKeptUpToItsAllowance() {
         var flow = openingFlow()
-        let step21 = flow.receiveData(ByteBuffer(repeating: 1, count: 200 * 1024), now: .now())
-        #expect(step21 == .keptUntilOpen)
-        let step22 = flow.receiveData(ByteBuffer(repeating: 1, count: 100 * 1024), now: .now())
-        #expect(step22 == .tooMuchEarlyData)
+        #expect(flow.receiveData(ByteBuffer(repeating: 1, count: 200 * 1024), to: nil, now: .now()).name == "none")
+        #expect(flow.receiveData(ByteBuffer(repeating: 1, count: 100 * 1024), to: nil, now: .now()).name == "peerFault")
         #expect(flow.earlyDataBytes == 200 * 1024)
-        guard case .opened(let early, let shutdown) = flow.openSucceeded() else {
+        guard case .confirmOpen(let early, _, let shutdown) = flow.openSucceeded(configuration: nil) else {
             Issue.record("expected the flow to open")
             return
         }
@@ -132,22 +114,23 @@ struct FlowStateTests {
 
     @Test func aFlowClosedBothWaysWhileOpeningIsCancelled() {
         var flow = openingFlow()
-        let step23 = flow.peerClosed(.write)
-        #expect(step23 == .deferredUntilOpen)
-        #expect(flow.openFailedNeedsAnswer(), "a half-closed opening flow must still open")
-        let step24 = flow.peerClosed(.all)
-        #expect(step24 == .deferredUntilOpen)
-        #expect(!flow.openFailedNeedsAnswer())
-        guard case .cancelled = flow.openSucceeded() else {
+        #expect(flow.peerClosed(.write).name == "none", "deferred until the open completes")
+        var failing = flow
+        #expect(failing.openFailed(FlowOpenFailure(.refused, "test")).name == "endFailedOpen(answer)", "a half-closed opening flow is still answered")
+        #expect(flow.peerClosed(.all).name == "none")
+        guard case .cancelled = flow.phase else {
             Issue.record("expected cancelled")
             return
         }
+        failing = flow
+        #expect(failing.openFailed(FlowOpenFailure(.refused, "test")).name == "endFailedOpen", "the peer waits for no answer")
+        #expect(flow.openSucceeded(configuration: nil).name == "forget(aborting)")
     }
 
     @Test func aHalfClosedOpeningFlowShutsItsSocketWhenItOpens() {
         var flow = openingFlow()
-        _ = flow.peerClosed(.write)
-        guard case .opened(_, let shutdown) = flow.openSucceeded() else {
+        #expect(flow.peerClosed(.write).name == "none")
+        guard case .confirmOpen(_, _, let shutdown) = flow.openSucceeded(configuration: nil) else {
             Issue.record("expected the flow to open")
             return
         }
@@ -156,32 +139,32 @@ struct FlowStateTests {
 
     @Test func queueWatermarksPauseAndResumeReading() {
         var flow = openFlow()
-        _ = flow.readLocal(ByteBuffer(repeating: 0, count: limits.queue.high), from: nil, now: .now())
+        #expect(flow.readLocal(ByteBuffer(repeating: 0, count: limits.queue.high), from: nil, now: .now()).name == "none")
         #expect(!flow.wantsReading)
-        _ = flow.nextToSend(maximumChunk: limits.queue.high - limits.queue.low - 1)
+        #expect(flow.nextToSend(maximumChunk: limits.queue.high - limits.queue.low - 1).name == "send(data)")
         #expect(!flow.wantsReading, "between the marks the flow stays paused")
-        _ = flow.nextToSend(maximumChunk: 1)
+        #expect(flow.nextToSend(maximumChunk: 1).name == "send(data)")
         #expect(flow.wantsReading)
     }
 
     @Test func aClientTCPFlowSendsEarlyDataOnlyUpToTheAllowance() {
         var flow = FlowState.awaitingOpenResult(.tcp, limits: limits, now: .now())
         #expect(flow.wantsReading)
-        _ = flow.readLocal(ByteBuffer(repeating: 0, count: limits.earlyDataAllowance + 10), from: nil, now: .now())
+        #expect(flow.readLocal(ByteBuffer(repeating: 0, count: limits.earlyDataAllowance + 10), from: nil, now: .now()).name == "none")
         var sent = 0
-        while case .data(let data, _)? = flow.nextToSend(maximumChunk: 64 * 1024) {
+        while case .send(.data(let data, _)) = flow.nextToSend(maximumChunk: 64 * 1024) {
             sent += data.readableBytes
         }
         #expect(sent == limits.earlyDataAllowance)
         #expect(!flow.hasSomethingToSend)
-        _ = flow.openResultSucceeded()
+        #expect(flow.openResultReceived(.success, configuration: nil, detail: nil).name == "completeOpen")
         #expect(flow.hasSomethingToSend)
     }
 
     @Test func aUDPFlowIsNotReadBeforeItOpens() {
         var flow = FlowState.awaitingOpenResult(.udp, limits: limits, now: .now())
         #expect(!flow.wantsReading)
-        _ = flow.openResultSucceeded()
+        #expect(flow.openResultReceived(.success, configuration: nil, detail: nil).name == "completeOpen")
         #expect(flow.wantsReading)
     }
 }

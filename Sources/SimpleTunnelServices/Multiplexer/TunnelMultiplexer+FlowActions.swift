@@ -1,0 +1,132 @@
+import Logging
+import NIOCore
+
+extension TunnelMultiplexer {
+    /// Runs one event of a flow and performs the action it answers with
+    /// (which may forget the flow), then reconciles the flow with its new
+    /// state. Every change to a flow's state goes through here. Returns the
+    /// action, nil for a flow not (or no longer) known.
+    @discardableResult
+    func transition(_ identifier: TunnelConnectionIdentifier, _ event: (inout FlowState) -> FlowAction) -> FlowAction? {
+        guard let index = flows.index(forKey: identifier) else { return nil }
+        let queuedBefore = flows.values[index].queue.bufferedBytes
+        let earlyBefore = flows.values[index].earlyDataBytes
+        let action = event(&flows.values[index])
+        let queuedChange = flows.values[index].queue.bufferedBytes - queuedBefore
+        let earlyChange = flows.values[index].earlyDataBytes - earlyBefore
+        perform(action, for: identifier)
+        account(queued: queuedChange, early: earlyChange)
+        reconcile(identifier)
+        return action
+    }
+
+    /// Carries out what a flow's event decided.
+    private func perform(_ action: FlowAction, for identifier: TunnelConnectionIdentifier) {
+        switch action {
+        case .none, .drop:
+            // A drop is harmless; callers that count drops read the returned action.
+            break
+        case .writeLocal(let payload, let destination):
+            switch budgets.suspendAllowance.charge(identifier, bytes: payload.readableBytes) {
+            case .within, .holdPeer:
+                // Past the allowance a server still keeps what it read (and reads no more: `suspendAllowanceChanged`).
+                endpoints[identifier]?.endpoint.write(payload, to: destination)
+                markForFlush(identifier)
+                suspendAllowanceChanged()
+            case .abortFlow(let reason):
+                suspendAllowanceChanged()
+                abort(identifier, reason: reason)
+            }
+        case .send(let item):
+            switch item {
+            case .data(let data, let source):
+                countSent(data.readableBytes)
+                output.write(.data(identifier: identifier, payload: data, endpoint: source))
+            case .packets(let packets):
+                countSent(item.payloadBytes)
+                output.write(.packets(identifier: identifier, packets: packets))
+            case .close(let direction):
+                output.write(.close(identifier: identifier, direction: direction))
+            }
+        case .suspendPeer:
+            budgets.suspendAllowance.suspendSent(identifier)
+            sendControl(.suspend(identifier: identifier))
+        case .resumePeer:
+            sendControl(.resume(identifier: identifier))
+        case .shutdownLocalOutput:
+            endpoints[identifier]?.endpoint.shutdownOutput()
+        case .confirmOpen(let early, let configuration, let shutdownLocalOutput):
+            confirmOpen(identifier, early: early, configuration: configuration, shutdownLocalOutput: shutdownLocalOutput)
+        case .endFailedOpen(let answer):
+            if let answer {
+                sendControl(.openResult(identifier: identifier, result: answer.result, detail: answer.detail))
+            }
+            forget(identifier)
+        case .refuseDuplicateOpen:
+            counters.metrics?.openResult(.invalidParameter)
+            sendControl(.openResult(identifier: identifier, result: .invalidParameter))
+        case .completeOpen(let configuration):
+            counters.statistics.flowsOpened += 1
+            if flows[identifier]?.kind == .udp {
+                startUDPExpiry()
+            }
+            client.opens.removeValue(forKey: identifier)?(.success(configuration))
+        case .failPendingOpen(let failure):
+            failPendingOpen(identifier, failure)
+        case .forget(let aborting):
+            forget(identifier, aborting: aborting)
+        case .peerFault(let reason):
+            abort(identifier, reason: reason)
+        }
+    }
+
+    /// Server: the open succeeded; the endpoint is in the table already.
+    private func confirmOpen(
+        _ identifier: TunnelConnectionIdentifier, early: [ByteBuffer], configuration: [String: PropertyListValue]?, shutdownLocalOutput: Bool
+    ) {
+        let kind = flows[identifier]?.kind
+        counters.statistics.flowsOpened += 1
+        if let kind { counters.metrics?.flowOpened(kind) }
+        counters.metrics?.openResult(.success)
+        sendControl(.openResult(identifier: identifier, result: .success, configuration: configuration))
+        if let endpoint = endpoints[identifier]?.endpoint {
+            for data in early {
+                endpoint.write(data, to: nil)
+            }
+            if !early.isEmpty {
+                endpoint.flush()
+            }
+            if shutdownLocalOutput {
+                endpoint.shutdownOutput()
+            }
+        }
+        if kind == .udp {
+            startUDPExpiry()
+        }
+    }
+
+    func failPendingOpen(_ identifier: TunnelConnectionIdentifier, _ failure: FlowOpenFailure) {
+        // The completion first: a SOCKS proxy must answer on the connection that forgetting the flow closes.
+        let completion = client.opens.removeValue(forKey: identifier)
+        completion?(.failure(failure))
+        forget(identifier)
+    }
+
+    func markForFlush(_ identifier: TunnelConnectionIdentifier) {
+        // A bulk flow's messages arrive in runs: one flush per run is enough.
+        if pending.endpointsToFlush.last != identifier {
+            pending.endpointsToFlush.append(identifier)
+        }
+    }
+}
+
+extension FlowOutboundQueue.Item {
+    /// Bytes of data or packets this item carries to the peer.
+    var payloadBytes: Int {
+        switch self {
+        case .data(let data, _): data.readableBytes
+        case .packets(let packets): packets.reduce(0) { $0 + $1.bytes.readableBytes }
+        case .close: 0
+        }
+    }
+}
