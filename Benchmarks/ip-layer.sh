@@ -39,10 +39,13 @@
 #   OURS_MTU=         --mtu for tunnel-server and tunnel-client when set
 #                     (their default is 1400)
 #   OURS_OFFLOAD_OFF=1  also measure SimpleTunnel with TUN offloads off; 0 skips it
+#   COMPARE_BIN_DIR=  also measure the tunnel-server and tunnel-client in this
+#                     directory (offloads on), e.g. a build from before a change,
+#                     so that before and after are measured in one run
 #   PERF=             "record" or "stat": perf the tunnel-server and
 #                     tunnel-client processes during SimpleTunnel's first
-#                     one-stream upload run (offloads on); the output stays in
-#                     the work directory (KEEP_WORK=1 is implied)
+#                     one-stream upload and download runs (offloads on); the
+#                     output stays in the work directory (KEEP_WORK=1 is implied)
 #   KEEP_WORK=1       keep the temporary directory (logs, PKI, iperf3 JSON)
 #
 # Requirements: root, Linux with network namespaces and /dev/net/tun, and
@@ -381,19 +384,20 @@ per_gb() {
 }
 
 # perf_start TAG KIND RUN: with PERF set, perf the tunnel processes during SimpleTunnel's first
-# one-stream upload run; PERF_PIDS are the perf processes to wait for afterwards.
+# one-stream upload and download runs; PERF_PIDS are the perf processes to wait for afterwards.
 PERF_PIDS=()
 perf_start() {
     PERF_PIDS=()
-    [ -n "$PERF" ] && [ "$1/$2/$3" = "ours-on/up1/1" ] || return 0
-    local side pid
+    case "$PERF/$1/$2/$3" in record/ours-on/up1/1 | record/ours-on/down1/1 | stat/ours-on/up1/1 | stat/ours-on/down1/1) ;; *) return 0 ;; esac
+    local side pid out
     for side in client server; do
         [ $side = client ] && pid=$CPU_CLI_PID || pid=$CPU_SRV_PID
         [ -n "$pid" ] || continue
+        out=$WORK/perf-$2-$side
         if [ "$PERF" = record ]; then
-            perf record -F 499 -g -p "$pid" -o "$WORK/perf-$side.data" -- sleep "$DURATION" >"$WORK/perf-$side.log" 2>&1 &
+            perf record -F 499 -g -p "$pid" -o "$out.data" -- sleep "$DURATION" >"$out.log" 2>&1 &
         else
-            perf stat -e task-clock,cycles,instructions,context-switches -p "$pid" -o "$WORK/perf-$side.txt" -- sleep "$DURATION" >"$WORK/perf-$side.log" 2>&1 &
+            perf stat -e task-clock,cycles,instructions,context-switches,page-faults -p "$pid" -o "$out.txt" -- sleep "$DURATION" >"$out.log" 2>&1 &
         fi
         PERF_PIDS+=($!)
         LIVE[$!]=perf
@@ -402,7 +406,7 @@ perf_start() {
 perf_finish() {
     local pid
     for pid in "${PERF_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; unset "LIVE[$pid]"; done
-    [ ${#PERF_PIDS[@]} -eq 0 ] || note "perf $PERF output: $WORK/perf-client.* and $WORK/perf-server.* (bytes moved: $1)"
+    [ ${#PERF_PIDS[@]} -eq 0 ] || note "perf $PERF output: $WORK/perf-$2-client.* and $WORK/perf-$2-server.* (bytes received: $1)"
     PERF_PIDS=()
 }
 
@@ -431,7 +435,7 @@ measure_kind() {
             printf '  %-14s %-8s run %d: failed: %s\n' "$tag" "$(kind_name "$kind")" "$run" \
                 "$(grep -o '"error"[^,}]*' "$out" 2>/dev/null | head -n 1 || tail -n 1 "$out")"
         fi
-        perf_finish "${bytes:-?}"
+        perf_finish "${bytes:-?}" "$kind"
     done
     RUNLIST[$tag/$kind]=$runs
     MEDIAN[$tag/$kind]=$(tr ' ' '\n' <<<"$runs" | grep . | median || true)
@@ -597,14 +601,25 @@ run_openvpn() {
 # --- SimpleTunnel -----------------------------------------------------------
 
 OURS_TLS="" OURS_OFFLOADS=""
-# run_ours on|off: SimpleTunnel with its TUN offloads on (the default) or off (configuration
-# ours-on or ours-off); with offloads on it also measures the same tunnel over IPv6 (ours-v6)
+# run_ours on|off|compare: SimpleTunnel with its TUN offloads on (the default) or off, or
+# the binaries in COMPARE_BIN_DIR with offloads on (configuration ours-on, ours-off or
+# ours-compare); with offloads on it also measures the same tunnel over IPv6 (ours-v6)
 # and keeps what the server logged of its offloads in OURS_OFFLOADS.
 run_ours() {
-    local mode=$1 tag=ours-$1 env=()
-    echo "SimpleTunnel: tunnel-server (TUN, IPv4.Pool) <- TLS over TCP -> tunnel-client ip, TUN offloads $mode"
-    add_config "$tag" "SimpleTunnel TLS, TUN offloads $mode"
-    if [ -n "$OURS_UNAVAILABLE" ]; then
+    local mode=$1 tag=ours-$1 env=() server_bin=$SERVER_BIN client_bin=$CLIENT_BIN
+    if [ "$mode" = compare ]; then
+        server_bin=$COMPARE_BIN_DIR/tunnel-server client_bin=$COMPARE_BIN_DIR/tunnel-client
+        echo "SimpleTunnel from $COMPARE_BIN_DIR, TUN offloads on"
+        add_config "$tag" "SimpleTunnel, COMPARE_BIN_DIR build"
+    else
+        echo "SimpleTunnel: tunnel-server (TUN, IPv4.Pool) <- TLS over TCP -> tunnel-client ip, TUN offloads $mode"
+        add_config "$tag" "SimpleTunnel TLS, TUN offloads $mode"
+    fi
+    if [ "$mode" = compare ] && { [ ! -x "$server_bin" ] || [ ! -x "$client_bin" ]; }; then
+        STATUS[$tag]=unavailable DETAIL[$tag]="no tunnel-server/tunnel-client in $COMPARE_BIN_DIR"
+        echo "  ${DETAIL[$tag]}"
+        return 0
+    elif [ -n "$OURS_UNAVAILABLE" ]; then
         STATUS[$tag]=unavailable DETAIL[$tag]="not available yet: $OURS_UNAVAILABLE"
         echo "  ${DETAIL[$tag]}"
         return 0
@@ -616,7 +631,7 @@ run_ours() {
     [ -n "$OURS_MTU" ] && mtu=(--mtu "$OURS_MTU")
     # A generated (pinned) server certificate; client certificates from the
     # benchmark CA, since the server only listens beyond loopback with mutual TLS.
-    start_bg tunnel-server "$d/server.log" ip netns exec "$SRV" "${env[@]}" "$SERVER_BIN" \
+    start_bg tunnel-server "$d/server.log" ip netns exec "$SRV" "${env[@]}" "$server_bin" \
         --host 198.18.1.1 --port 4433 --tun stbsrv0 --tun-address "$OURS_TUN_ADDRESS" "${mtu[@]}" \
         --config "$d/server.plist" --state-directory "$d/state" --client-ca "$WORK/pki/ca.crt"
     server_pid=$BG_PID
@@ -632,7 +647,7 @@ run_ours() {
         stop_pids "$server_pid"
         return 0
     fi
-    start_bg tunnel-client "$d/client.log" ip netns exec "$CLI" "${env[@]}" "$CLIENT_BIN" ip \
+    start_bg tunnel-client "$d/client.log" ip netns exec "$CLI" "${env[@]}" "$client_bin" ip \
         --server 198.18.1.1:4433 --pin-sha256 "$fingerprint" \
         --cert "$WORK/pki/client.crt" --key "$WORK/pki/client.key" --tun stbcli0 "${mtu[@]}"
     client_pid=$BG_PID
@@ -654,7 +669,7 @@ run_ours() {
         local offloads
         offloads=$(grep -Eos 'TUN offloads on [^:]*: [^[]*' "$d/server.log" | head -n 1 | sed 's/ *$//' || true)
         [ -z "$offloads" ] || echo "  server: $offloads"
-        [ "$mode" = off ] || OURS_OFFLOADS=$offloads
+        [ "$mode" != on ] || OURS_OFFLOADS=$offloads
         CPU_CLI_PID=$client_pid CPU_SRV_PID=$server_pid
         measure "$tag"
         stop_iperf_server
@@ -682,7 +697,7 @@ CPUS=$(nproc)
 CPU_MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 KERNEL=$(uname -r)
 echo "$OPENVPN_VERSION"
-echo "$IPERF_VERSION; TCP, 1 and ${STREAMS} streams, ${DURATION} s per run, ${RUNS} runs, median of receiver rate"
+echo "$IPERF_VERSION; TCP, 1 stream$([ "$STREAMS" = 0 ] || echo " and $STREAMS"), ${DURATION} s per run, ${RUNS} runs, median of receiver rate"
 echo "namespaces: $CLI, $SRV, $DST"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average before: $LOAD_BEFORE ($CPUS cores)"
@@ -698,6 +713,7 @@ run_openvpn openvpn "OpenVPN $OPENVPN_SHORT TCP AES-256-GCM"
 # Like for like: SwiftNIO sets TCP_NODELAY on our sockets; OpenVPN's --tcp-nodelay does the same.
 if [ "$OPENVPN_NODELAY" = 1 ]; then run_openvpn openvpn-nodelay "  same, --tcp-nodelay" --tcp-nodelay; fi
 run_ours on
+if [ -n "${COMPARE_BIN_DIR:-}" ]; then run_ours compare; fi
 if [ "$OURS_OFFLOAD_OFF" = 1 ]; then run_ours off; fi
 
 # --- report -----------------------------------------------------------------
