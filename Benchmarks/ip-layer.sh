@@ -14,6 +14,24 @@
 # work done on the process's behalf in softirq context (forwarding, veth) is
 # not counted; the bare path has no tunnel process and shows none.
 #
+# What limits our IP path (PERF=record, cpu-clock samples: this VM exposes no
+# hardware counters, so cost is told in CPU time, not instructions): CPU. On
+# 2 cores both tunnel processes, both iperf3 ends and the kernel's forwarding
+# share the machine; with offloads on each of our processes spends about
+# 2.4-3.2 s per GB, 3.2-4.3 us per 1348-byte segment (wireguard-go 7-10 s,
+# OpenVPN 6-9 s), and the whole machine is busy. Of our processes' time about
+# half is our code and the Swift runtime (retain/release ~10%, exclusivity
+# checks ~3%), a quarter the kernel (TUN and socket copies, wake-ups), ~10%
+# OpenSSL's AES-GCM and ~10% libc (memmove, malloc). Everything that is left is
+# per segment: a super-packet read from the TUN is cut into MTU-sized
+# segments, each encoded as one data object of a property list, decoded, checked
+# against the lease and policy, and coalesced again before the write. The
+# per-segment TCP checksums (made when splitting, verified before coalescing)
+# were the largest single symbol (7-9% of each process) until InternetChecksum
+# was vectorized. Carrying super-packets whole between two Linux peers (an
+# optional extension, not built yet) would remove the split, the merge, both
+# checksums and ~45x of the per-packet encoding.
+#
 # Targets printed at the end (one stream, upload): SimpleTunnel >= 5x
 # wireguard-go, >= 0.18x the bare path, >= 2x OpenVPN; download within 20%
 # of upload.
