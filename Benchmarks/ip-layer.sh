@@ -22,15 +22,17 @@
 # OpenVPN 6-9 s), and the whole machine is busy. Of our processes' time about
 # half is our code and the Swift runtime (retain/release ~10%, exclusivity
 # checks ~3%), a quarter the kernel (TUN and socket copies, wake-ups), ~10%
-# OpenSSL's AES-GCM and ~10% libc (memmove, malloc). Everything that is left is
+# OpenSSL's AES-GCM and ~10% libc (memmove, malloc). Most of our own work is
 # per segment: a super-packet read from the TUN is cut into MTU-sized
 # segments, each encoded as one data object of a property list, decoded, checked
 # against the lease and policy, and coalesced again before the write. The
 # per-segment TCP checksums (made when splitting, verified before coalescing)
-# were the largest single symbol (7-9% of each process) until InternetChecksum
-# was vectorized. Carrying super-packets whole between two Linux peers (an
-# optional extension, not built yet) would remove the split, the merge, both
-# checksums and ~45x of the per-packet encoding.
+# were the largest single symbol (7-9% of each process; 2.5-3.5% since
+# InternetChecksum is vectorized). Now on top: retain/release of the property
+# list values built per packet for a `packets` message, copies, wake-ups.
+# Carrying super-packets whole between two Linux peers (an optional
+# extension, not built yet) would remove the split, the merge, both checksums
+# and ~45x of the per-packet encoding.
 #
 # Targets printed at the end (one stream, upload): SimpleTunnel >= 5x
 # wireguard-go, >= 0.18x the bare path, >= 2x OpenVPN; download within 20%
