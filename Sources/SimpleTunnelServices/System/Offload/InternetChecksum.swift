@@ -7,19 +7,25 @@ enum InternetChecksum {
     /// The folded sum of `bytes` read as big-endian 16-bit words (an odd last
     /// byte padded with zero), a value in 0...0xFFFF.
     static func sum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        guard let base = bytes.baseAddress else { return 0 }
         // Native-order words: the one's-complement sum commutes with byte
         // swapping, so summing 32-bit loads and swapping the folded result once
-        // gives the big-endian sum at a quarter of the loads.
-        var total: UInt64 = 0
-        var offset = 0
+        // gives the big-endian sum at a quarter of the loads. A counted loop of
+        // wrapping adds (no overflow check, no bounds check) is one the compiler
+        // vectorizes: four times faster on a 1400-byte packet than a loop on
+        // `offset + 4 <= count`, and the checksums of split and coalesced TCP
+        // segments were the largest single cost of the IP path in a profile.
+        // 2^32 words of at most 2^32 - 1 cannot overflow 64 bits.
         let count = bytes.count
-        while offset + 4 <= count {
-            total &+= UInt64(bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
-            offset += 4
+        let words = count / 4
+        var total: UInt64 = 0
+        for index in 0..<words {
+            total &+= UInt64(base.loadUnaligned(fromByteOffset: index &* 4, as: UInt32.self))
         }
+        let offset = words &* 4
         var tail: UInt32 = 0
         withUnsafeMutableBytes(of: &tail) { word in
-            for index in 0..<(count - offset) { word[index] = bytes[offset + index] }
+            for index in 0..<(count &- offset) { word[index] = base.load(fromByteOffset: offset &+ index, as: UInt8.self) }
         }
         total &+= UInt64(tail)
         let native = UInt16(truncatingIfNeeded: fold(total))

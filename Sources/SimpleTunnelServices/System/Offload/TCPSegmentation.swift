@@ -54,30 +54,37 @@ enum TCPSegmentation {
 
     private static func segments(of packet: UnsafeRawBufferPointer, layout: SuperPacketLayout, allocator: ByteBufferAllocator) -> [ByteBuffer] {
         let headers = layout.headersLength
-        let payload = packet.count - headers
         let count = layout.segmentCount
-        var buffer = allocator.buffer(capacity: payload + count * headers)
+        let total = packet.count - headers + count * headers
+        var buffer = allocator.buffer(capacity: total)
         let headerBytes = UnsafeRawBufferPointer(rebasing: packet[..<headers])
         let sequence = packet.loadBigEndianUInt32(at: layout.transportOffset + 4)
         let identification = layout.isIPv4 ? packet.loadBigEndianUInt16(at: 4) : 0
         let flags = packet[layout.transportOffset + 13]
         var ranges: [(start: Int, length: Int)] = []
         ranges.reserveCapacity(count)
-        for index in 0..<count {
-            let start = buffer.writerIndex
-            let chunkStart = headers + index * layout.segmentSize
-            let chunkLength = min(layout.segmentSize, packet.count - chunkStart)
-            buffer.writeBytes(headerBytes)
-            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: packet[chunkStart..<(chunkStart + chunkLength)]))
-            let length = headers + chunkLength
-            var segmentFlags = flags
-            if index != count - 1 { segmentFlags &= ~(fin | psh) }
-            if index != 0 { segmentFlags &= ~cwr }
-            finishSegment(
-                &buffer, at: start, length: length, layout: layout,
-                identification: identification &+ UInt16(truncatingIfNeeded: index),
-                sequence: sequence &+ UInt32(truncatingIfNeeded: index * layout.segmentSize), flags: segmentFlags)
-            ranges.append((start, length))
+        // Every segment is written and finished in place through one pointer: a
+        // ByteBuffer call per header field cost more than copying the payload.
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: total) { output in
+            var start = 0
+            for index in 0..<count {
+                let chunkStart = headers + index * layout.segmentSize
+                let chunkLength = min(layout.segmentSize, packet.count - chunkStart)
+                let length = headers + chunkLength
+                let segment = UnsafeMutableRawBufferPointer(rebasing: output[start..<(start + length)])
+                segment.copyMemory(from: headerBytes)
+                UnsafeMutableRawBufferPointer(rebasing: segment[headers...])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: packet[chunkStart..<(chunkStart + chunkLength)]))
+                var segmentFlags = flags
+                if index != count - 1 { segmentFlags &= ~(fin | psh) }
+                if index != 0 { segmentFlags &= ~cwr }
+                finishSegment(
+                    segment, layout: layout, identification: identification &+ UInt16(truncatingIfNeeded: index),
+                    sequence: sequence &+ UInt32(truncatingIfNeeded: index * layout.segmentSize), flags: segmentFlags)
+                ranges.append((start, length))
+                start += length
+            }
+            return start
         }
         // Sliced only now: a slice taken earlier would make every later write copy the buffer.
         return ranges.map { buffer.getSlice(at: $0.start, length: $0.length) ?? ByteBuffer() }
@@ -85,25 +92,23 @@ enum TCPSegmentation {
 
     /// Sets one segment's lengths, identification, sequence number and flags, then its checksums.
     static func finishSegment(
-        _ buffer: inout ByteBuffer, at start: Int, length: Int, layout: SuperPacketLayout, identification: UInt16, sequence: UInt32, flags: UInt8
+        _ segment: UnsafeMutableRawBufferPointer, layout: SuperPacketLayout, identification: UInt16, sequence: UInt32, flags: UInt8
     ) {
-        let tcp = start + layout.transportOffset
+        let length = segment.count
+        let tcp = layout.transportOffset
         if layout.isIPv4 {
-            buffer.setInteger(UInt16(length), at: start + 2)
-            buffer.setInteger(identification, at: start + 4)
-            buffer.setInteger(UInt16(0), at: start + 10)
+            segment.storeBigEndian(UInt16(length), at: 2)
+            segment.storeBigEndian(identification, at: 4)
+            segment.storeBigEndian(UInt16(0), at: 10)
         } else {
-            buffer.setInteger(UInt16(length - 40), at: start + 4)
+            segment.storeBigEndian(UInt16(length - 40), at: 4)
         }
-        buffer.setInteger(sequence, at: tcp + 4)
-        buffer.setInteger(flags, at: tcp + 13)
-        buffer.setInteger(UInt16(0), at: tcp + 16)
-        let (ipChecksum, tcpChecksum) = buffer.withUnsafeReadableBytes { bytes in
-            let segment = UnsafeRawBufferPointer(rebasing: bytes[start..<(start + length)])
-            return layout.checksums(of: segment, transportLength: length - layout.transportOffset)
-        }
-        if layout.isIPv4 { buffer.setInteger(ipChecksum, at: start + 10) }
-        buffer.setInteger(tcpChecksum, at: tcp + 16)
+        segment.storeBigEndian(sequence, at: tcp + 4)
+        segment[tcp + 13] = flags
+        segment.storeBigEndian(UInt16(0), at: tcp + 16)
+        let (ipChecksum, tcpChecksum) = layout.checksums(of: UnsafeRawBufferPointer(segment), transportLength: length - tcp)
+        if layout.isIPv4 { segment.storeBigEndian(ipChecksum, at: 10) }
+        segment.storeBigEndian(tcpChecksum, at: tcp + 16)
     }
 }
 
@@ -176,5 +181,11 @@ extension UnsafeRawBufferPointer {
 
     func loadBigEndianUInt32(at offset: Int) -> UInt32 {
         UInt32(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+}
+
+extension UnsafeMutableRawBufferPointer {
+    func storeBigEndian<Value: FixedWidthInteger>(_ value: Value, at offset: Int) {
+        storeBytes(of: value.bigEndian, toByteOffset: offset, as: Value.self)
     }
 }
