@@ -32,8 +32,14 @@ struct FlowStateTableTests {
         }
     }
 
-    #if DEBUG
-    // The table's "trap" rows: the multiplexer never makes these calls, and a mistake that did stops the tests.
+}
+
+#if DEBUG
+/// The table's "trap" rows: the multiplexer never makes these calls, and a
+/// mistake that did stops the tests. One at a time: each starts the test
+/// program again, which a loaded machine feels.
+@Suite("A flow's impossible events", .serialized)
+struct FlowStateTrapTests {
     @Test func openingAClientsFlowTraps() async {
         await #expect(processExitsWith: .failure) {
             var flow = FlowState.awaitingOpenResult(.tcp, limits: FlowStateTable.limits, now: .now())
@@ -54,5 +60,5 @@ struct FlowStateTableTests {
             FlowEvent.openResultSuccess.apply(to: &flow)
         }
     }
-    #endif
 }
+#endif
