@@ -9,15 +9,22 @@ extension TunnelMultiplexer {
     @discardableResult
     func transition(_ identifier: TunnelConnectionIdentifier, _ event: (inout FlowState) -> FlowAction) -> FlowAction? {
         guard let index = flows.index(forKey: identifier) else { return nil }
-        let queuedBefore = flows.values[index].queue.bufferedBytes
-        let earlyBefore = flows.values[index].earlyDataBytes
-        let action = event(&flows.values[index])
-        let queuedChange = flows.values[index].queue.bufferedBytes - queuedBefore
-        let earlyChange = flows.values[index].earlyDataBytes - earlyBefore
+        // In place: reading `flows.values[index]` for the counts would copy the whole flow each time.
+        let (action, queuedChange, earlyChange) = Self.run(event, on: &flows.values[index])
         perform(action, for: identifier)
         account(queued: queuedChange, early: earlyChange)
         reconcile(identifier)
         return action
+    }
+
+    /// `event` on `flow`, with how much its queue and its early data grew.
+    private static func run(
+        _ event: (inout FlowState) -> FlowAction, on flow: inout FlowState
+    ) -> (FlowAction, queued: Int, early: Int) {
+        let queuedBefore = flow.queue.bufferedBytes
+        let earlyBefore = flow.earlyDataBytes
+        let action = event(&flow)
+        return (action, flow.queue.bufferedBytes - queuedBefore, flow.earlyDataBytes - earlyBefore)
     }
 
     /// Carries out what a flow's event decided.

@@ -9,12 +9,28 @@ import Glibc
 
 /// Destinations with particular manners, for the server's side of flows.
 enum DestinationServers {
-    /// A port on 127.0.0.1 where nothing listens (bound, then closed).
+    /// A port on 127.0.0.1 where nothing listens: a socket bound to it and never
+    /// listening, kept until the test program ends, so connecting is refused (RST)
+    /// and no other test's server can take the port meanwhile (bound, then closed,
+    /// it was free for the next bind of port 0 to reuse).
     static func closedPort(group: EventLoopGroup) async throws -> Int {
-        let channel = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        try await channel.close()
-        return port
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw IOError(errnoCode: errno, reason: "socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(descriptor, generic, length) == 0 && getsockname(descriptor, generic, &length) == 0
+            }
+        }
+        guard bound else {
+            let code = errno
+            close(descriptor)
+            throw IOError(errnoCode: code, reason: "bind")
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Accepts and never reads, so the connection's buffers fill up.

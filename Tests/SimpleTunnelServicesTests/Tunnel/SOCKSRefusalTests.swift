@@ -29,18 +29,10 @@ struct SOCKSRefusalTests {
         return output.hasPrefix("rep=") ? UInt8(output.dropFirst(4)) : nil
     }
 
-    /// A loopback port nothing listens on: bound, then closed.
-    static func closedPort(group: EventLoopGroup) async throws -> Int {
-        let channel = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        try await channel.close()
-        return port
-    }
-
     @Test func refusedDestinationIsReplyFiveAndCurlSaysRefused() async throws {
         let fixture = try await TunnelFixture.start()
         let proxy = try await SOCKSProxy.start(bindHost: "127.0.0.1", bindPort: 0, tunnel: fixture.client, logger: TunnelFixture.logger)
-        let port = try await Self.closedPort(group: fixture.group)
+        let port = try await DestinationServers.closedPort(group: fixture.group)
         let proxyPort = proxy.localAddress.port ?? 0
 
         #expect(try await Self.replyCode(proxyPort: proxyPort, host: "127.0.0.1", port: port) == SOCKS5ReplyCode.connectionRefused.rawValue)
