@@ -129,6 +129,43 @@ public final class ChildProcess: Sendable {
         if isRunning { _ = Glibc.kill(processIdentifier, SIGKILL) }
     }
 
+    /// What a child printed, and how it ended.
+    public struct Finished: Sendable {
+        /// The exit code, or the signal's number; nil if it outlived even the kill.
+        public var status: Int32?
+        public var output: [UInt8]
+        /// Empty when standard error was merged into `output`.
+        public var errors: [UInt8]
+        /// It ran past the timeout and was killed.
+        public var timedOut: Bool
+    }
+
+    /// Drains both pipes on threads of their own (so the child never blocks on a
+    /// full one) until it exits, killing it after `timeout`. A grandchild that
+    /// keeps a pipe open is given two seconds, not waited for.
+    public func finish(timeout: Duration) -> Finished {
+        let collected = NIOLockedValueBox<[Bool: [UInt8]]>([:])
+        let drained = DispatchGroup()
+        for (descriptor, isError) in [(standardOutput, false), (standardError, true)] {
+            guard let descriptor else { continue }
+            drained.enter()
+            Thread.detachNewThread {
+                let bytes = Self.readToEnd(descriptor)
+                collected.withLockedValue { $0[isError] = bytes }
+                drained.leave()
+            }
+        }
+        let exited = waitForExit(timeout: timeout)
+        if !exited {
+            kill()
+            _ = waitForExit(timeout: .seconds(5))
+        }
+        _ = drained.wait(timeout: .now() + .seconds(2))
+        return collected.withLockedValue {
+            Finished(status: status, output: $0[false] ?? [], errors: $0[true] ?? [], timedOut: !exited)
+        }
+    }
+
     /// Everything until end of file, retrying reads a signal interrupts; closes `descriptor`.
     public static func readToEnd(_ descriptor: Int32, each: ([UInt8]) -> Void = { _ in }) -> [UInt8] {
         var collected: [UInt8] = []

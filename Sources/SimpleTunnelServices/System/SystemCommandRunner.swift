@@ -73,38 +73,14 @@ public struct SystemCommandRunner: CommandRunning {
         } catch {
             throw .launchFailed(command: command, reason: error.description)
         }
-        // Drain both pipes while the program runs so it never blocks on a full one.
-        let collected = CollectedOutput()
-        let drained = DispatchGroup()
-        for (descriptor, isError) in [(child.standardOutput, false), (child.standardError, true)] {
-            guard let descriptor else { continue }
-            DispatchQueue.global().async(group: drained) {
-                collected.store(ChildProcess.readToEnd(descriptor), isError: isError)
-            }
-        }
-        guard child.waitForExit(timeout: timeout) else {
-            child.kill()
-            _ = child.waitForExit(timeout: .seconds(5))
+        let finished = child.finish(timeout: timeout)
+        guard !finished.timedOut else {
             throw .timedOut(command: command, seconds: Int(timeout.components.seconds))
         }
-        // A grandchild that kept a pipe open must not hang us.
-        _ = drained.wait(timeout: .now() + .seconds(2))
         return CommandResult(
-            status: child.status ?? -1,
-            standardOutput: collected.text(isError: false),
-            standardError: collected.text(isError: true)
+            status: finished.status ?? -1,
+            standardOutput: String(decoding: finished.output, as: UTF8.self),
+            standardError: String(decoding: finished.errors, as: UTF8.self)
         )
-    }
-}
-
-private final class CollectedOutput: Sendable {
-    private let data = NIOLockedValueBox<[Bool: [UInt8]]>([:])
-
-    func store(_ chunk: [UInt8], isError: Bool) {
-        data.withLockedValue { $0[isError] = chunk }
-    }
-
-    func text(isError: Bool) -> String {
-        data.withLockedValue { String(decoding: $0[isError] ?? [], as: UTF8.self) }
     }
 }

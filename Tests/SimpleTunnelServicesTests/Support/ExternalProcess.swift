@@ -78,22 +78,9 @@ final class ExternalProcess: Sendable {
         let child = try ChildProcess(
             executable, arguments: arguments, environment: environment, input: input.map { .bytes($0) } ?? .nothing
         )
-        let errors = NIOLockedValueBox<[UInt8]>([])
-        let errorsRead = DispatchSemaphore(value: 0)
-        if let errorDescriptor = child.standardError {
-            Thread.detachNewThread {
-                let bytes = ChildProcess.readToEnd(errorDescriptor)
-                errors.withLockedValue { $0 = bytes }
-                errorsRead.signal()
-            }
-        }
-        let output = ChildProcess.readToEnd(child.standardOutput)
-        if !child.waitForExit(timeout: .milliseconds(Int(timeout * 1000))) {
-            child.kill()
-            _ = child.waitForExit(timeout: .seconds(5))
-        }
-        _ = errorsRead.wait(timeout: .now() + .seconds(5))
-        return (child.status ?? -1, output, errors.withLockedValue { $0 })
+        // Killed at `timeout`: a child that never ends cannot hold the test.
+        let finished = child.finish(timeout: .milliseconds(Int(timeout * 1000)))
+        return (finished.status ?? -1, finished.output, finished.errors)
     }
 
     static var isPythonAvailable: Bool { which("python3") }
