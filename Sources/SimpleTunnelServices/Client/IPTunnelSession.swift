@@ -12,6 +12,9 @@ public struct IPTunnelOptions: Sendable {
     public var applyDNS = false
     /// Nil: the MTU the server pushes (`IPv4.MTU`), else 1400.
     public var mtu: Int?
+    /// Offer to carry TCP super-packets whole (PROTOCOL.md B8) when the device
+    /// has offloads; off with `--no-super-packets`.
+    public var offerSuperPackets = true
 
     public init() {}
 }
@@ -29,6 +32,8 @@ public struct IPTunnelSettings: Sendable, Hashable {
     public var mtu: Int?
     /// The IPv6 lease (ours, PROTOCOL.md B7); nil when the server offers IPv4 only.
     public var ipv6: IPv6Settings?
+    /// The server agreed to carry TCP super-packets whole (ours, PROTOCOL.md B8).
+    public var superPackets: Bool
 
     /// `IPv6` of the configuration: the leased address and what to route through the tunnel.
     public struct IPv6Settings: Sendable, Hashable {
@@ -70,6 +75,7 @@ public struct IPTunnelSettings: Sendable, Hashable {
         let dns = configuration["DNS"]?.dictionaryValue ?? [:]
         self.dnsServers = (dns["Servers"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { IPAddress($0) } }
         self.searchDomains = (dns["SearchDomains"]?.arrayValue ?? []).compactMap(\.stringValue)
+        self.superPackets = configuration[IPFlowConfigurationKey.superPackets]?.integerValue.map { $0 != 0 } ?? false
     }
 }
 
@@ -139,10 +145,11 @@ public final class IPTunnelSession: Sendable {
         let link = try await tunnel.eventLoop.submit { NIOLoopBound(DeviceLink(device: device, eventLoop: tunnel.eventLoop), eventLoop: tunnel.eventLoop) }.get()
         let network = LinuxNetworkConfigurator(logger: logger)
         do {
-            let settings = try IPTunnelSettings(configuration: try await openFlow(tunnel: tunnel, link: link))
+            let settings = try IPTunnelSettings(configuration: try await openFlow(tunnel: tunnel, link: link, options: options))
             try apply(settings, options: options, server: tunnel.channel.remoteAddress, device: device.name, network: network)
             logger.notice(
-                "IP tunnel up on \(device.name): \(settings.leaseDescription), routes \(options.applyRoutes ? (settings.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything") : "none")"
+                "IP tunnel up on \(device.name): \(settings.leaseDescription), routes \(options.applyRoutes ? (settings.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything") : "none")",
+                metadata: ["super-packets": "\(settings.superPackets ? "agreed" : "off")"]
             )
             return IPTunnelSession(settings: settings, device: device, link: link, network: network, options: options, logger: logger)
         } catch {
@@ -156,7 +163,7 @@ public final class IPTunnelSession: Sendable {
     /// event loop) and keeps the device's settings, or replaces them when the
     /// server leased another address or pushes other settings.
     public func reattach(to tunnel: TunnelClientConnection) async throws {
-        let settings = try IPTunnelSettings(configuration: try await Self.openFlow(tunnel: tunnel, link: link))
+        let settings = try IPTunnelSettings(configuration: try await Self.openFlow(tunnel: tunnel, link: link, options: options))
         let previous = current.withLockedValue { $0 }
         guard settings != previous else {
             logger.notice("IP tunnel back on \(deviceName) with the same addresses \(settings.leaseDescription)")
@@ -199,14 +206,20 @@ public final class IPTunnelSession: Sendable {
     }
 
     /// Opens the IP flow with the device as its local end; returns the pushed configuration.
-    private static func openFlow(tunnel: TunnelClientConnection, link: NIOLoopBound<DeviceLink>) async throws -> [String: PropertyListValue] {
+    /// Super-packets are offered when the device takes them whole (PROTOCOL.md B8).
+    private static func openFlow(
+        tunnel: TunnelClientConnection, link: NIOLoopBound<DeviceLink>, options: IPTunnelOptions
+    ) async throws -> [String: PropertyListValue] {
         let promise = tunnel.eventLoop.makePromise(of: [String: PropertyListValue].self)
         tunnel.eventLoop.execute {
             let endpoint = DeviceFlowEndpoint(link: link.value)
             let multiplexer = tunnel.multiplexer
-            let identifier = multiplexer.openFlow(.ip, endpoint: endpoint) { result in
+            let offer = options.offerSuperPackets && link.value.device.takesSuperPackets
+            let identifier = multiplexer.openFlow(.ip(offersSuperPackets: offer), endpoint: endpoint) { result in
                 switch result {
                 case .success(let configuration):
+                    // Agreed only when offered: a server that names them unasked gets none.
+                    endpoint.superPackets = offer && (configuration?[IPFlowConfigurationKey.superPackets]?.integerValue ?? 0) != 0
                     endpoint.attach(sink: multiplexer)
                     promise.succeed(configuration ?? [:])
                 case .failure(let failure):
@@ -300,6 +313,9 @@ final class DeviceFlowEndpoint: FlowEndpoint {
     private let link: DeviceLink
     private weak var sink: FlowEventSink?
     var identifier: TunnelConnectionIdentifier = 0
+    /// Both ends agreed to carry super-packets whole (PROTOCOL.md B8).
+    var superPackets = false
+    private let allocator = ByteBufferAllocator()
 
     init(link: DeviceLink) {
         self.link = link
@@ -311,13 +327,23 @@ final class DeviceFlowEndpoint: FlowEndpoint {
         link.endpoint = self
     }
 
-    fileprivate func forward(_ packets: [ByteBuffer]) {
-        sink?.flow(identifier, didReadPackets: packets.map { TunnelPacket(bytes: $0) })
+    fileprivate func forward(_ packets: [TunnelPacket]) {
+        guard let sink else { return }
+        guard superPackets else {
+            // The device cut them to its own MTU: no size to check here.
+            var malformed = 0
+            for slice in SuperPacket.flatten(packets, mtu: .max, allocator: allocator, malformed: &malformed).packetBatches {
+                sink.flow(identifier, didReadPackets: Array(slice))
+            }
+            return
+        }
+        sink.flow(identifier, didReadPackets: packets)
     }
 
     func writePackets(_ packets: [TunnelPacket]) {
-        // The version nibble decides, not the protocol number (PROTOCOL.md A2).
-        link.device.writePackets(packets.compactMap { $0.ipVersion != nil ? $0.bytes : nil })
+        // The version nibble decides, not the protocol number (PROTOCOL.md A2);
+        // super-packets only where they were agreed.
+        link.device.writePackets(packets.filter { $0.ipVersion != nil && (superPackets || !$0.isSuperPacket) })
     }
 
     /// The flow (or its tunnel) ended; the device stays for the next tunnel.

@@ -60,11 +60,13 @@ public final class ServerFlowOpener: FlowOpener {
                 resolver: settings.resolver, authorizer: settings.authorizer, sockets: sockets, logger: logger
             )
             completion(.success(OpenedFlow(endpoint: endpoint)))
-        case .ip:
+        case .ip(let offersSuperPackets):
             guard let ipFlows else {
                 return completion(.failure(FlowOpenFailure(.internalError, "the IP layer is off on this server")))
             }
-            ipFlows.openIPFlow(identifier: identifier, sink: sink, eventLoop: eventLoop, logger: logger, completion: completion)
+            ipFlows.openIPFlow(
+                identifier: identifier, offersSuperPackets: offersSuperPackets, sink: sink, eventLoop: eventLoop, logger: logger,
+                completion: completion)
         }
     }
 

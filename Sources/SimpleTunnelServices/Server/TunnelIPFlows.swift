@@ -8,9 +8,11 @@ struct TunnelIPFlows: IPFlowOpening {
     let peer: TunnelPeer
 
     func openIPFlow(
-        identifier: TunnelConnectionIdentifier, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger,
+        identifier: TunnelConnectionIdentifier, offersSuperPackets: Bool, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
-        layer.open(identifier: identifier, peer: peer, sink: sink, eventLoop: eventLoop, logger: logger, completion: completion)
+        layer.open(
+            identifier: identifier, peer: peer, offersSuperPackets: offersSuperPackets, sink: sink, eventLoop: eventLoop, logger: logger,
+            completion: completion)
     }
 }

@@ -13,16 +13,18 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
     public let mtu: Int
     /// Packets that may wait for `startReading`; more are dropped, as a full device would.
     public let capacity: Int
+    /// Set for a fake of a device with offloads: super-packets pass whole.
+    public let takesSuperPackets: Bool
 
     private struct Reader {
         let eventLoop: EventLoop
-        let deliver: @Sendable ([ByteBuffer]) -> Void
+        let deliver: @Sendable ([TunnelPacket]) -> Void
     }
 
     private struct State {
         var reader: Reader?
-        var waiting: [ByteBuffer] = []
-        var written: [ByteBuffer] = []
+        var waiting: [TunnelPacket] = []
+        var written: [TunnelPacket] = []
         var counters = PacketFlowCounters()
         var isClosed = false
         weak var peer: InMemoryPacketFlow?
@@ -30,10 +32,11 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
 
     private let state = NIOLockedValueBox(State())
 
-    public init(name: String = "fake0", mtu: Int = 1500, capacity: Int = 4096) {
+    public init(name: String = "fake0", mtu: Int = 1500, capacity: Int = 4096, takesSuperPackets: Bool = false) {
         self.name = name
         self.mtu = mtu
         self.capacity = capacity
+        self.takesSuperPackets = takesSuperPackets
     }
 
     /// Two linked ends: packets written to one are read from the other.
@@ -51,6 +54,11 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
 
     /// What this end wrote, when it has no peer (a linked end forwards instead of recording).
     public var written: [ByteBuffer] {
+        state.withLockedValue { $0.written.map(\.bytes) }
+    }
+
+    /// What this end wrote, super-packets as they came.
+    public var writtenPackets: [TunnelPacket] {
         state.withLockedValue { $0.written }
     }
 
@@ -58,15 +66,21 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
     public func takeWritten() -> [ByteBuffer] {
         state.withLockedValue { state in
             defer { state.written.removeAll() }
-            return state.written
+            return state.written.map(\.bytes)
         }
+    }
+
+    /// Ordinary packets as if the system routed them into the device.
+    @discardableResult
+    public func inject(_ packets: [ByteBuffer]) -> Int {
+        inject(packets.map { TunnelPacket(bytes: $0) })
     }
 
     /// Packets as if the system routed them into the device. Returns how many
     /// were accepted: all of them unless the flow is closed or, before
     /// `startReading`, `capacity` packets are already waiting.
     @discardableResult
-    public func inject(_ packets: [ByteBuffer]) -> Int {
+    public func inject(_ packets: [TunnelPacket]) -> Int {
         state.withLockedValue { state in
             guard !state.isClosed else { return 0 }
             guard let reader = state.reader else {
@@ -80,7 +94,7 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
         }
     }
 
-    public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([ByteBuffer]) -> Void) {
+    public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
         state.withLockedValue { state in
             precondition(state.reader == nil, "InMemoryPacketFlow.startReading called twice on \(name)")
             guard !state.isClosed else { return }
@@ -91,7 +105,7 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
         }
     }
 
-    public func writePackets(_ packets: [ByteBuffer]) {
+    public func writePackets(_ packets: [TunnelPacket]) {
         let peer: InMemoryPacketFlow? = state.withLockedValue { state in
             guard !state.isClosed else {
                 state.counters.writeDrops += packets.count
@@ -99,7 +113,7 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
             }
             guard let peer = state.peer else {
                 state.written.append(contentsOf: packets)
-                for packet in packets { state.counters.recordWritten(packet) }
+                for packet in packets { state.counters.recordWritten(packet.bytes) }
                 return nil
             }
             return peer
@@ -108,7 +122,7 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
         guard let peer else { return }
         let accepted = peer.inject(packets)
         state.withLockedValue { state in
-            for packet in packets.prefix(accepted) { state.counters.recordWritten(packet) }
+            for packet in packets.prefix(accepted) { state.counters.recordWritten(packet.bytes) }
             state.counters.writeDrops += packets.count - accepted
         }
     }
@@ -121,10 +135,10 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
         }
     }
 
-    private static func deliver(_ packets: [ByteBuffer], to reader: Reader, counters: inout PacketFlowCounters) {
+    private static func deliver(_ packets: [TunnelPacket], to reader: Reader, counters: inout PacketFlowCounters) {
         for batch in packets.packetBatches {
             let packets = Array(batch)
-            for packet in packets { counters.recordRead(packet) }
+            for packet in packets { counters.recordRead(packet.bytes) }
             let deliver = reader.deliver
             reader.eventLoop.execute { deliver(packets) }
         }

@@ -4,7 +4,10 @@ import NIOCore
 /// device: one Linux implementation (`TUNDevice`) and one in-memory fake
 /// (`InMemoryPacketFlow`), in the spirit of wireguard-go's `tun.Device`.
 ///
-/// Every `ByteBuffer` is exactly one whole IP packet, in both directions.
+/// Every `TunnelPacket` is one whole IP packet, or, from and to a device with
+/// offloads, a TCP super-packet (`segmentSize` > 0, PROTOCOL.md B8): read
+/// whole so that it can cross to a peer that takes it whole, and cut into
+/// segments by whoever sends it to a peer that does not.
 public protocol PacketFlow: AnyObject, Sendable {
     /// The interface name the system reports (a pattern such as "stun%d" resolved).
     var name: String { get }
@@ -12,17 +15,21 @@ public protocol PacketFlow: AnyObject, Sendable {
     var mtu: Int { get }
     /// Traffic so far; a snapshot, safe to read from any thread.
     var counters: PacketFlowCounters { get }
+    /// Whether super-packets written reach the system whole (a virtio_net_hdr
+    /// with GSO); without it they are cut into ordinary packets first.
+    var takesSuperPackets: Bool { get }
 
     /// Starts delivering packets that the system routes into the device, in
     /// order, in batches of 1 to `PacketFlowLimits.maximumBatchSize` packets,
     /// always on `eventLoop`. Call once; close the flow before shutting the loop down.
-    func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([ByteBuffer]) -> Void)
+    func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void)
 
-    /// Hands packets to the system, one write per packet. Callable from any
-    /// thread. A full device, a packet the system refuses, or a closed flow
-    /// drops that packet and counts it in `writeDrops`: IP tolerates loss, so
-    /// a stalled device never blocks the tunnel.
-    func writePackets(_ packets: [ByteBuffer])
+    /// Hands packets to the system, one write per packet (or super-packet).
+    /// Callable from any thread. A full device, a packet the system refuses,
+    /// a super-packet that does not hold together, or a closed flow drops
+    /// that packet and counts it in `writeDrops`: IP tolerates loss, so a
+    /// stalled device never blocks the tunnel.
+    func writePackets(_ packets: [TunnelPacket])
 
     /// Stops the reader and releases the device. Idempotent.
     func close()
@@ -69,9 +76,9 @@ public struct PacketFlowCounters: Sendable, Hashable {
     }
 }
 
-extension Array where Element == ByteBuffer {
+extension Array {
     /// Consecutive slices of at most `PacketFlowLimits.maximumBatchSize` packets, in order.
-    var packetBatches: [ArraySlice<ByteBuffer>] {
+    var packetBatches: [ArraySlice<Element>] {
         stride(from: 0, to: count, by: PacketFlowLimits.maximumBatchSize).map {
             self[$0..<Swift.min($0 + PacketFlowLimits.maximumBatchSize, count)]
         }

@@ -17,10 +17,9 @@ import NIOCore
 ///
 /// With offloads (`offloads`, on unless `SIMPLETUNNEL_TUN_OFFLOAD=off` or
 /// the kernel lacks them) each read and write carries a virtio_net_hdr: a read
-/// may be a TCP super-packet of up to 64 KiB, split here into MTU-sized
-/// segments before anyone sees it, and the TCP segments of one flow in a
-/// batch of writes go to the kernel as one super-packet. Users of a
-/// `PacketFlow` see whole MTU-sized packets either way.
+/// may be a TCP super-packet of up to 64 KiB, delivered whole with its
+/// segment size; a super-packet written goes to the kernel whole, and the
+/// TCP segments of one flow in a batch of writes go as one super-packet.
 ///
 /// Addresses, routes and the link state belong to `LinuxNetworkConfigurator`.
 public final class TUNDevice: PacketFlow, @unchecked Sendable {
@@ -36,6 +35,7 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
     private let logger: Logger
     /// What the kernel agreed to when the device was opened.
     public let offloads: TUNOffloads
+    public var takesSuperPackets: Bool { offloads.virtioHeader }
     private let allocator = ByteBufferAllocator()
 
     private enum State {
@@ -129,7 +129,7 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         return counters
     }
 
-    public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([ByteBuffer]) -> Void) {
+    public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
         let stopped = DispatchSemaphore(value: 0)
         let shouldStart: Bool = lock.withLock {
             switch state {
@@ -157,19 +157,16 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         thread.start()
     }
 
-    public func writePackets(_ packets: [ByteBuffer]) {
-        // Coalesced outside the lock: the server's tunnels write from several event loops at once.
-        let outgoing = offloads.virtioHeader ? TCPCoalescing.coalesce(packets, allocator: allocator) : nil
+    public func writePackets(_ packets: [TunnelPacket]) {
+        // Planned outside the lock: the server's tunnels write from several event loops at once.
+        let plan = TUNWritePlan(packets, virtioHeader: offloads.virtioHeader, mtu: lock.withLock { lastKnownMTU }, allocator: allocator)
         lock.withLock {
+            countersStorage.writeDrops += plan.malformed
             guard case .closed = state else {
-                if let outgoing {
-                    for item in outgoing { writeLocked(item.packet, header: item.header, segments: item.segments) }
-                } else {
-                    for packet in packets { writeLocked(packet, header: nil, segments: 1) }
-                }
+                for item in plan.writes { writeLocked(item.packet, header: offloads.virtioHeader ? item.header : nil, segments: item.segments) }
                 return
             }
-            countersStorage.writeDrops += packets.count
+            countersStorage.writeDrops += plan.writes.count
         }
     }
 

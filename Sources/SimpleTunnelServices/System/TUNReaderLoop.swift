@@ -23,8 +23,9 @@ struct TUNReadTally: Sendable {
 
 /// The body of a TUN device's reader thread: wait with `poll()` for a packet
 /// or the wake-up signal, read every packet that is immediately available
-/// (one `read()` each, up to a batch; a super-packet split into its segments),
-/// and hop to the event loop once per wake-up.
+/// (one `read()` each, up to a batch), and hop to the event loop once per
+/// wake-up. A TCP super-packet is delivered whole, with its segment size
+/// (PROTOCOL.md B8); whoever sends it to a peer that takes none splits it.
 struct TUNReaderLoop: Sendable {
     let deviceFD: CInt
     let wakeFD: CInt
@@ -32,7 +33,7 @@ struct TUNReaderLoop: Sendable {
     /// Every read starts with a virtio_net_hdr.
     let virtioHeader: Bool
     let eventLoop: EventLoop
-    let deliver: @Sendable ([ByteBuffer]) -> Void
+    let deliver: @Sendable ([TunnelPacket]) -> Void
     let isClosed: @Sendable () -> Bool
     let record: @Sendable (TUNReadTally) -> Void
     let logger: Logger
@@ -96,20 +97,20 @@ struct TUNReaderLoop: Sendable {
     /// other than "nothing to read" (the interface was deleted, say) ends the reader.
     private func readAvailable(
         into scratch: inout [UInt8], allocator: ByteBufferAllocator, malformedLog: inout LineRateLimiter
-    ) -> ([ByteBuffer], TUNReadTally, String?) {
-        var batch: [ByteBuffer] = []
+    ) -> ([TunnelPacket], TUNReadTally, String?) {
+        var batch: [TunnelPacket] = []
         var tally = TUNReadTally()
         while batch.count < PacketFlowLimits.maximumBatchSize {
             let count = scratch.withUnsafeMutableBytes { Glibc.read(deviceFD, $0.baseAddress, $0.count) }
             if count > 0 {
                 let before = batch.count
                 if virtioHeader {
-                    unpack(scratch, count: count, allocator: allocator, into: &batch, tally: &tally, malformedLog: &malformedLog)
+                    unpack(&scratch, count: count, allocator: allocator, into: &batch, tally: &tally, malformedLog: &malformedLog)
                 } else {
-                    batch.append(allocator.buffer(bytes: scratch[0..<count]))
+                    batch.append(TunnelPacket(bytes: allocator.buffer(bytes: scratch[0..<count])))
                 }
                 tally.packets += batch.count - before
-                for packet in batch[before...] { tally.bytes += packet.readableBytes }
+                for packet in batch[before...] { tally.bytes += packet.bytes.readableBytes }
                 continue
             }
             if count == 0 { return (batch, tally, "end of file") }
@@ -123,19 +124,26 @@ struct TUNReaderLoop: Sendable {
         return (batch, tally, nil)
     }
 
-    /// One read of a device with a virtio_net_hdr: its packet, or the segments
-    /// of its super-packet. A header that does not fit is dropped and noted.
+    /// One read of a device with a virtio_net_hdr: its packet, its TCP
+    /// super-packet whole, or (one with IPv6 extension headers) the segments
+    /// of that. A header that does not fit is dropped and noted.
     private func unpack(
-        _ scratch: [UInt8], count: Int, allocator: ByteBufferAllocator, into batch: inout [ByteBuffer], tally: inout TUNReadTally,
+        _ scratch: inout [UInt8], count: Int, allocator: ByteBufferAllocator, into batch: inout [TunnelPacket], tally: inout TUNReadTally,
         malformedLog: inout LineRateLimiter
     ) {
-        let outcome: Result<Void, TUNOffloadError> = scratch.withUnsafeBytes { bytes in
-            let read = UnsafeRawBufferPointer(rebasing: bytes[0..<count])
-            guard let header = VirtioNetHeader(read) else { return .failure(.truncatedHeader(bytes: count)) }
-            let packet = UnsafeRawBufferPointer(rebasing: read[VirtioNetHeader.size...])
+        let outcome: Result<Void, TUNOffloadError> = scratch.withUnsafeMutableBytes { bytes in
+            let read = UnsafeMutableRawBufferPointer(rebasing: bytes[0..<count])
+            guard let header = VirtioNetHeader(UnsafeRawBufferPointer(read)) else { return .failure(.truncatedHeader(bytes: count)) }
+            let packet = UnsafeMutableRawBufferPointer(rebasing: read[VirtioNetHeader.size...])
             if header.gsoType != VirtioNetHeader.GSOType.none { tally.superPackets += 1 }
+            if let whole = Self.wholeSuperPacket(packet, header: header, allocator: allocator) {
+                batch.append(whole)
+                return .success(())
+            }
             do throws(TUNOffloadError) {
-                try TCPSegmentation.split(packet, header: header, allocator: allocator, into: &batch)
+                var segments: [ByteBuffer] = []
+                try TCPSegmentation.split(UnsafeRawBufferPointer(packet), header: header, allocator: allocator, into: &segments)
+                batch.append(contentsOf: segments.map { TunnelPacket(bytes: $0) })
                 return .success(())
             } catch {
                 return .failure(error)
@@ -147,6 +155,29 @@ struct TUNReaderLoop: Sendable {
                 logger.warning("TUN read dropped", metadata: ["device": "\(name)", "reason": "\(error)", "suppressed": "\(suppressed)"])
             }
         }
+    }
+
+    /// A TCP super-packet as the wire carries it (PROTOCOL.md B8): its TCP
+    /// checksum field the pseudo-header's sum over the whole TCP length and
+    /// its IPv4 header checksum valid, set here whatever the kernel left, so
+    /// the receiver can hand it to its own device as it is. Nil for anything
+    /// else, which is split or completed as before.
+    static func wholeSuperPacket(_ packet: UnsafeMutableRawBufferPointer, header: VirtioNetHeader, allocator: ByteBufferAllocator) -> TunnelPacket? {
+        guard header.gsoType == .tcpIPv4 || header.gsoType == .tcpIPv6, header.gsoSize > 0,
+            let (_, layout) = try? SuperPacket.header(for: UnsafeRawBufferPointer(packet), segmentSize: header.gsoSize, mtu: .max),
+            layout.segmentCount > 1
+        else { return nil }
+        let transport = layout.transportOffset
+        if layout.isIPv4 {
+            packet.storeBigEndian(UInt16(0), at: 10)
+            packet.storeBigEndian(InternetChecksum.finish(InternetChecksum.sum(UnsafeRawBufferPointer(rebasing: packet[..<transport]))), at: 10)
+        }
+        let addresses = UnsafeRawBufferPointer(rebasing: layout.isIPv4 ? packet[12..<20] : packet[8..<40])
+        let pseudo = InternetChecksum.pseudoHeaderSum(addresses: addresses, protocolNumber: TCPSegmentation.tcpProtocolNumber, transportLength: packet.count - transport)
+        packet.storeBigEndian(UInt16(truncatingIfNeeded: InternetChecksum.fold(UInt64(pseudo))), at: transport + 16)
+        var buffer = allocator.buffer(capacity: packet.count)
+        buffer.writeBytes(UnsafeRawBufferPointer(packet))
+        return TunnelPacket(bytes: buffer, segmentSize: header.gsoSize)
     }
 
     /// Waits for the event loop to catch up, giving up when the device closes.

@@ -115,7 +115,8 @@ private struct MessageFields {
         let layer = try required(.tunnelType) { key throws(TunnelMessageDecodingError) in try enumeration(key, TunnelLayer.self) }
         switch layer {
         case .ip:
-            return .ip
+            // Any value but 0 offers; a mistyped one is an error like any other key's.
+            return .ip(offersSuperPackets: (try integer(.superPackets) ?? 0) != 0)
         case .app:
             let kind = try required(.appProxyFlowType) { key throws(TunnelMessageDecodingError) in try enumeration(key, AppProxyFlowKind.self) }
             switch kind {
@@ -181,9 +182,10 @@ private struct MessageFields {
         guard packets.count == protocols.count else {
             throw error(.invalidValue, .protocols, "\(packets.count) packets but \(protocols.count) protocol numbers")
         }
+        let sizes = try segmentSizes(count: packets.count)
         var result: [TunnelPacket] = []
         result.reserveCapacity(packets.count)
-        for (packet, number) in zip(packets, protocols) {
+        for (index, (packet, number)) in zip(packets, protocols).enumerated() {
             guard case .data(let bytes) = packet else {
                 throw error(.wrongType, .packets, "`packets` holds a \(packet.typeName), expected data")
             }
@@ -193,9 +195,29 @@ private struct MessageFields {
             guard let narrowed = Int64(exactly: protocolNumber) else {
                 throw error(.invalidValue, .protocols, "protocol number \(protocolNumber) does not fit in 64 bits")
             }
-            result.append(TunnelPacket(bytes: bytes, protocolNumber: narrowed))
+            result.append(TunnelPacket(bytes: bytes, protocolNumber: narrowed, segmentSize: sizes?[index] ?? 0))
         }
         return result
+    }
+
+    /// `segment-sizes` (PROTOCOL.md B8): absent, or one size from 0 to 65535 per packet.
+    private func segmentSizes(count: Int) throws(TunnelMessageDecodingError) -> [UInt16]? {
+        guard let values = try array(.segmentSizes) else { return nil }
+        guard values.count == count else {
+            throw error(.invalidValue, .segmentSizes, "\(count) packets but \(values.count) segment sizes")
+        }
+        var sizes: [UInt16] = []
+        sizes.reserveCapacity(count)
+        for value in values {
+            guard case .integer(let number) = value else {
+                throw error(.wrongType, .segmentSizes, "`segment-sizes` holds a \(value.typeName), expected an integer")
+            }
+            guard let size = UInt16(exactly: number) else {
+                throw error(.invalidValue, .segmentSizes, "segment size \(number) is outside 0-65535")
+            }
+            sizes.append(size)
+        }
+        return sizes
     }
 
     // MARK: Typed accessors: nil when absent, an error when of the wrong type

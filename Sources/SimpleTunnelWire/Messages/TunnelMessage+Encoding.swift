@@ -41,8 +41,11 @@ extension TunnelMessage {
             case .udp:
                 add(.tunnelType, PropertyListValue(TunnelLayer.app.rawValue))
                 add(.appProxyFlowType, PropertyListValue(AppProxyFlowKind.udp.rawValue))
-            case .ip:
+            case .ip(let offersSuperPackets):
                 add(.tunnelType, PropertyListValue(TunnelLayer.ip.rawValue))
+                if offersSuperPackets {
+                    add(.superPackets, PropertyListValue(1))
+                }
             }
         case .openResult(_, let result, let configuration, let detail):
             add(.resultCode, PropertyListValue(result.rawValue))
@@ -55,6 +58,10 @@ extension TunnelMessage {
         case .packets(_, let packets):
             add(.packets, .array(packets.map { .data($0.bytes) }))
             add(.protocols, .array(packets.map { PropertyListValue($0.protocolNumber) }))
+            // Only on a flow that agreed to super-packets (PROTOCOL.md B8); Apple's peers never see it.
+            if packets.contains(where: { $0.segmentSize != 0 }) {
+                add(.segmentSizes, .array(packets.map { PropertyListValue(Int($0.segmentSize)) }))
+            }
         case .fetchConfiguration(_, let configuration):
             if let configuration {
                 add(.configuration, .dictionary(configuration))

@@ -40,7 +40,7 @@ extension TunnelMessage {
             sink.integer(Int64(TunnelLayer.app.rawValue))
             sink.integer(Int64(AppProxyFlowKind.udp.rawValue))
             return ScalarShapes.openUDP
-        case .open(_, .ip):
+        case .open(_, .ip(offersSuperPackets: false)):
             sink.integer(Int64(TunnelLayer.ip.rawValue))
             return ScalarShapes.openIP
         case .openResult(_, let result, .none, .some(let detail)):
@@ -54,7 +54,7 @@ extension TunnelMessage {
             sink.string(login)
             sink.string(password)
             return ScalarShapes.authenticate
-        case .packets, .openResult(_, _, .some, _), .fetchConfiguration(_, .some):
+        case .packets, .openResult(_, _, .some, _), .fetchConfiguration(_, .some), .open(_, .ip(offersSuperPackets: true)):
             return nil
         }
     }

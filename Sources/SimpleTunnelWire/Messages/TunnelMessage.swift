@@ -57,6 +57,10 @@ public enum TunnelOpenRequest: Sendable, Hashable {
     case tcp(TunnelEndpoint)
     /// An app-layer UDP flow; each datagram names its destination.
     case udp
-    /// An IP-layer connection: lease an address and carry packets.
-    case ip
+    /// An IP-layer connection: lease an address and carry packets. A Linux
+    /// peer may offer to carry TCP super-packets whole (PROTOCOL.md B8).
+    case ip(offersSuperPackets: Bool)
+
+    /// An IP flow as Apple's client opens it: packets no larger than the MTU.
+    public static let plainIP = TunnelOpenRequest.ip(offersSuperPackets: false)
 }

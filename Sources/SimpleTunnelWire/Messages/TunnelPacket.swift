@@ -16,17 +16,25 @@ public struct TunnelPacket: Sendable, Hashable {
     public var bytes: ByteBuffer
     /// As received: peers may send numbers we do not know, which is not an error.
     public var protocolNumber: Int64
+    /// 0 for an ordinary packet. Otherwise a TCP super-packet whose payload
+    /// is to be cut into segments of this many bytes (PROTOCOL.md B8), sent
+    /// only on a flow whose peers agreed to them.
+    public var segmentSize: UInt16
 
-    public init(bytes: ByteBuffer, protocolNumber: Int64) {
+    public init(bytes: ByteBuffer, protocolNumber: Int64, segmentSize: UInt16 = 0) {
         self.bytes = bytes
         self.protocolNumber = protocolNumber
+        self.segmentSize = segmentSize
     }
 
     /// A packet to send, with the protocol number derived from its version nibble.
-    public init(bytes: ByteBuffer) {
+    public init(bytes: ByteBuffer, segmentSize: UInt16 = 0) {
         self.bytes = bytes
         self.protocolNumber = Self.ipVersion(of: bytes) == .v6 ? ProtocolNumber.ipv6 : ProtocolNumber.ipv4
+        self.segmentSize = segmentSize
     }
+
+    public var isSuperPacket: Bool { segmentSize != 0 }
 
     /// The IP version from the packet's first nibble, which decides over
     /// `protocolNumber` (PROTOCOL.md A2); nil when it is neither 4 nor 6.

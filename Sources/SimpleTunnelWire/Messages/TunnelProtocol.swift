@@ -36,6 +36,10 @@ public enum TunnelMessageKey: String, Sendable, Hashable, CaseIterable {
     case password = "password"
     /// Ours (PROTOCOL.md B6): why an `open` failed, beside a non-zero `result-code`.
     case resultDetail = "result-detail"
+    /// Ours (PROTOCOL.md B8): an IP `open` offering TCP super-packets.
+    case superPackets = "super-packets"
+    /// Ours (PROTOCOL.md B8): beside `packets`, each one's segment size (0: an ordinary packet).
+    case segmentSizes = "segment-sizes"
 }
 
 /// `tunnel-type`: whether a logical connection carries app flows or IP packets.
@@ -92,4 +96,6 @@ public enum TunnelWireLimits {
     public static let maximumPacketsPerMessage = 32
     /// Longest host name accepted in `host`.
     public static let maximumHostLength = 253
+    /// Longest super-packet (PROTOCOL.md B8): what an IPv4 total length can say.
+    public static let maximumSuperPacketLength = 65_535
 }

@@ -158,7 +158,7 @@ struct CommandLineTests {
         try await peer.send(.data(identifier: 1, payload: ByteBuffer(string: "a flow")), .close(identifier: 1, direction: .write))
         #expect(await peer.collectData(for: 1).data == ByteBuffer(string: "a flow"))
         // No pool, no IP layer: an IP open is refused as the protocol says, and the flows go on.
-        try await peer.send(.open(identifier: 3, request: .ip))
+        try await peer.send(.open(identifier: 3, request: .plainIP))
         #expect(await peer.next() == .openResult(identifier: 3, result: .internalError))
         await peer.close()
     }

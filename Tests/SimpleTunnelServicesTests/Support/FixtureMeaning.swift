@@ -64,7 +64,7 @@ enum FixtureMeaning {
         case "open":
             switch (fields["tunnelType"] as? String, fields["flowKind"] as? String) {
             case ("ip", _):
-                return .open(identifier: identifier, request: .ip)
+                return .open(identifier: identifier, request: .plainIP)
             case ("app", "udp"):
                 return .open(identifier: identifier, request: .udp)
             case ("app", "tcp"):

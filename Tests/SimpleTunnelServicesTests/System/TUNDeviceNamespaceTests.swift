@@ -52,7 +52,7 @@ struct TUNDeviceNamespaceTests {
         let requests = NIOLockedValueBox<[IPv4TestPackets.EchoRequest]>([])
         device.startReading(on: loop) { [device] batch in
             for packet in batch {
-                guard let request = IPv4TestPackets.echoRequest(in: packet) else { continue }
+                guard let request = IPv4TestPackets.echoRequest(in: packet.bytes) else { continue }
                 requests.withLockedValue { $0.append(request) }
                 device.writePackets([IPv4TestPackets.echoReply(to: request)])
             }

@@ -70,7 +70,7 @@ struct ServerProtocolTests {
         #expect(try await open(peer, 4, "127.0.0.1", closed) == .refused)
         #expect(try await open(peer, 5, "127.0.0.1", 9) == .refused)
         #expect(try await open(peer, 6, "127.0.0.1", saturated.port) == .timeout)
-        try await peer.send(.open(identifier: 7, request: .ip))
+        try await peer.send(.open(identifier: 7, request: .plainIP))
         #expect(await peer.next() == .openResult(identifier: 7, result: .internalError))
 
         // Malformed opens get 1.

@@ -18,7 +18,7 @@ struct TunnelMessageScalarEncodingPropertyTests {
         let endpoint = TunnelEndpoint(host: host, port: port)
         switch choice {
         case 0: return .open(identifier: identifier, request: .tcp(endpoint))
-        case 1: return .open(identifier: identifier, request: words[2] % 2 == 0 ? .udp : .ip)
+        case 1: return .open(identifier: identifier, request: words[2] % 2 == 0 ? .udp : .plainIP)
         case 2: return .openResult(identifier: identifier, result: TunnelConnectionOpenResult.allCases[Int(words[2] % 6)])
         case 3: return .close(identifier: identifier, direction: [.none, .read, .write, .all][Int(words[2] % 4)])
         case 4: return words[2] % 2 == 0 ? .suspend(identifier: identifier) : .resume(identifier: identifier)

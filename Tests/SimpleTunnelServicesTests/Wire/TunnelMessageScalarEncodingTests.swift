@@ -28,7 +28,7 @@ struct TunnelMessageScalarEncodingTests {
             .open(identifier: 1, request: .tcp(TunnelEndpoint(host: "abcdefghijklmn", port: 80))),  // 14 and 15 bytes:
             .open(identifier: 1, request: .tcp(TunnelEndpoint(host: "abcdefghijklmno", port: 80))),  // the count leaves the marker
             .open(identifier: Int64.min, request: .udp),
-            .open(identifier: Int64.max, request: .ip),
+            .open(identifier: Int64.max, request: .plainIP),
             .openResult(identifier: 3, result: .timeout, configuration: [:]),
             .authenticate(login: "bob", password: "a password longer than fifteen bytes"),
             .authenticate(login: "", password: ""),
@@ -85,7 +85,7 @@ struct TunnelMessageScalarEncodingTests {
         let scalar: [TunnelMessage] = [
             .open(identifier: 1, request: .tcp(TunnelEndpoint(host: "example.com", port: 443))),
             .open(identifier: 1, request: .udp),
-            .open(identifier: 1, request: .ip),
+            .open(identifier: 1, request: .plainIP),
             .openResult(identifier: 1, result: .success),
             .close(identifier: 1, direction: .all),
             .suspend(identifier: 1),

@@ -24,13 +24,20 @@ struct TunnelMessageTests {
         // A name travels as its IDNA A-label; text beyond ASCII (UTF-16 on the wire) is in the login and password.
         .open(identifier: 5, request: .tcp(TunnelEndpoint(host: "xn--bcher-kva.example", port: 443))),
         .open(identifier: 6, request: .udp),
-        .open(identifier: 7, request: .ip),
+        .open(identifier: 7, request: .plainIP),
+        .open(identifier: 8, request: .ip(offersSuperPackets: true)),
         .openResult(identifier: 7, result: .success, configuration: configuration),
         .openResult(identifier: 5, result: .noSuchHost),
         .packets(identifier: 7, packets: [
             TunnelPacket(bytes: ByteBuffer(hex: "4500"), protocolNumber: 2),
             TunnelPacket(bytes: ByteBuffer(hex: "6000"), protocolNumber: 30),
             TunnelPacket(bytes: ByteBuffer(hex: "4500"), protocolNumber: 99),
+        ]),
+        // Super-packets (PROTOCOL.md B8): `segment-sizes` beside them, 0 for an ordinary packet.
+        .packets(identifier: 8, packets: [
+            TunnelPacket(bytes: ByteBuffer(hex: "4500"), protocolNumber: 2, segmentSize: 1348),
+            TunnelPacket(bytes: ByteBuffer(hex: "6000"), protocolNumber: 30),
+            TunnelPacket(bytes: ByteBuffer(hex: "6000"), protocolNumber: 30, segmentSize: 65_535),
         ]),
         .fetchConfiguration(identifier: 0),
         .fetchConfiguration(identifier: 0, configuration: configuration),

@@ -6,7 +6,10 @@ import NIOCore
 /// lease addresses: packets read from the device go to the tunnel whose lease
 /// is their destination (on that tunnel's event loop); packets from a tunnel
 /// reach the device only when their source is that tunnel's lease and the
-/// destination policy does not refuse their destination.
+/// destination policy does not refuse their destination. A TCP super-packet
+/// (PROTOCOL.md B8) is routed and checked once, as its segments share their
+/// addresses and ports; a tunnel that did not agree to super-packets gets
+/// them cut into ordinary packets, and may send none.
 public final class PacketRouter: @unchecked Sendable {
     // @unchecked: `routes` and `drops` are behind locks; `device` is only
     // read from its own reader and written through its thread-safe write.
@@ -17,6 +20,7 @@ public final class PacketRouter: @unchecked Sendable {
     private let currentFilter: NIOLockedValueBox<PacketDestinationFilter>
     private let logger: Logger
     private let metrics: TunnelServerMetrics?
+    private let allocator = ByteBufferAllocator()
     /// Clients choose how many packets they send: a kind of drop is logged at
     /// most once per interval, with the count since the last line.
     static let logInterval = TimeAmount.seconds(10)
@@ -30,6 +34,8 @@ public final class PacketRouter: @unchecked Sendable {
     struct Route {
         let holder: LeaseBook.Holder
         let eventLoop: EventLoop
+        /// The tunnel's peer agreed to carry super-packets whole.
+        let superPackets: Bool
         let deliver: @Sendable ([TunnelPacket]) -> Void
     }
 
@@ -44,6 +50,8 @@ public final class PacketRouter: @unchecked Sendable {
         public var linkScopedDropped: UInt64 = 0
         /// Packets from a client to a destination the policy refuses.
         public var policyDropped: UInt64 = 0
+        /// Super-packets from a client that did not agree to them.
+        public var superPacketsDropped: UInt64 = 0
     }
 
     /// The counters, and what is still to be logged of the drops a client causes.
@@ -87,12 +95,16 @@ public final class PacketRouter: @unchecked Sendable {
         device.close()
     }
 
+    /// Whether the device takes super-packets whole, so the router may agree to them.
+    public var acceptsSuperPackets: Bool { device.takesSuperPackets }
+
     /// Packets for `address` (and `ipv6`) go to `deliver`, called on `eventLoop`; replaces an earlier holder's route.
+    /// With `superPackets`, a super-packet the device reads reaches `deliver` whole.
     func attach(
-        _ address: IPv4Address?, ipv6: IPv6Address? = nil, holder: LeaseBook.Holder, eventLoop: EventLoop,
+        _ address: IPv4Address?, ipv6: IPv6Address? = nil, holder: LeaseBook.Holder, eventLoop: EventLoop, superPackets: Bool = false,
         deliver: @escaping @Sendable ([TunnelPacket]) -> Void
     ) {
-        let route = Route(holder: holder, eventLoop: eventLoop, deliver: deliver)
+        let route = Route(holder: holder, eventLoop: eventLoop, superPackets: superPackets, deliver: deliver)
         routes.withLockedValue { routes in
             if let address { routes.ipv4[address] = route }
             if let ipv6 { routes.ipv6[ipv6] = route }
@@ -109,23 +121,27 @@ public final class PacketRouter: @unchecked Sendable {
 
     /// What became of a client's packet.
     private enum Verdict {
-        case allowed, spoofed, otherFamily, linkScoped, refused
+        case allowed, spoofed, otherFamily, linkScoped, refused, superPacket
     }
 
     /// Writes a client's packets to the device, dropping (and counting) any
     /// whose source is not the client's lease of its family, or that are
-    /// link-scoped IPv6, or whose destination the policy refuses.
-    func send(_ packets: [TunnelPacket], from lease: IPv4Address?, ipv6 lease6: IPv6Address? = nil) {
-        var allowed: [ByteBuffer] = []
+    /// link-scoped IPv6, or whose destination the policy refuses, and any
+    /// super-packet when the client did not agree to them (`superPackets`).
+    func send(_ packets: [TunnelPacket], from lease: IPv4Address?, ipv6 lease6: IPv6Address? = nil, superPackets: Bool = false) {
+        var allowed: [TunnelPacket] = []
         allowed.reserveCapacity(packets.count)
         var spoofed: UInt64 = 0
         var notIPv4: UInt64 = 0
         var linkScoped: UInt64 = 0
         var refused: UInt64 = 0
+        var unagreed: UInt64 = 0
         let filter = currentFilter.withLockedValue { $0 }
         for packet in packets {
-            switch verdict(on: packet.bytes, lease: lease, lease6: lease6, filter: filter) {
-            case .allowed: allowed.append(packet.bytes)
+            let verdict = packet.isSuperPacket && !superPackets ? .superPacket : verdict(on: packet.bytes, lease: lease, lease6: lease6, filter: filter)
+            switch verdict {
+            case .allowed: allowed.append(packet)
+            case .superPacket: unagreed += 1
             case .spoofed: spoofed += 1
             case .otherFamily: notIPv4 += 1
             case .linkScoped: linkScoped += 1
@@ -133,7 +149,7 @@ public final class PacketRouter: @unchecked Sendable {
             }
         }
         // The lock is shared by every tunnel: taken only when there is something to count.
-        if spoofed > 0 || notIPv4 > 0 || refused > 0 || linkScoped > 0 {
+        if spoofed > 0 || notIPv4 > 0 || refused > 0 || linkScoped > 0 || unagreed > 0 {
             let leases = [lease?.description, lease6?.description].compactMap { $0 }.joined(separator: " and ")
             let now = NIODeadline.now()
             let (spoofedToLog, refusedToLog) = drops.withLockedValue { drops in
@@ -141,12 +157,14 @@ public final class PacketRouter: @unchecked Sendable {
                 drops.counters.nonIPv4Dropped += notIPv4
                 drops.counters.linkScopedDropped += linkScoped
                 drops.counters.policyDropped += refused
+                drops.counters.superPacketsDropped += unagreed
                 return (Drops.due(&drops.spoofed, spoofed, now: now), Drops.due(&drops.refused, refused, now: now))
             }
             metrics?.droppedPackets(.spoofed, count: Int(spoofed))
             metrics?.droppedPackets(.notIPv4, count: Int(notIPv4))
             metrics?.droppedPackets(.linkScoped, count: Int(linkScoped))
             metrics?.droppedPackets(.policy, count: Int(refused))
+            metrics?.droppedPackets(.superPacket, count: Int(unagreed))
             if spoofedToLog > 0 {
                 logger.notice("dropped packets whose source is not the lease", metadata: ["lease": "\(leases)", "count": "\(spoofedToLog)"])
             }
@@ -181,33 +199,37 @@ public final class PacketRouter: @unchecked Sendable {
         return .allowed
     }
 
-    private func route(_ packets: [ByteBuffer]) {
+    private func route(_ packets: [TunnelPacket]) {
         var batches: [LeaseBook.Holder: (route: Route, packets: [TunnelPacket])] = [:]
         var unroutable: UInt64 = 0
         let table = routes.withLockedValue { $0 }
-        for packet in packets {
+        for var packet in packets {
             let route: Route?
-            let protocolNumber: Int64
-            if let destination = IPv4PacketHeader.addresses(of: packet)?.destination {
+            if let destination = IPv4PacketHeader.addresses(of: packet.bytes)?.destination {
                 route = table.ipv4[destination]
-                protocolNumber = TunnelPacket.ProtocolNumber.ipv4
-            } else if let destination = IPv6PacketHeader.addresses(of: packet)?.destination {
+                packet.protocolNumber = TunnelPacket.ProtocolNumber.ipv4
+            } else if let destination = IPv6PacketHeader.addresses(of: packet.bytes)?.destination {
                 route = table.ipv6[destination]
-                protocolNumber = TunnelPacket.ProtocolNumber.ipv6
+                packet.protocolNumber = TunnelPacket.ProtocolNumber.ipv6
             } else {
                 route = nil
-                protocolNumber = 0
             }
             guard let route else {
                 unroutable += 1
                 continue
             }
-            batches[route.holder, default: (route, [])].packets.append(TunnelPacket(bytes: packet, protocolNumber: protocolNumber))
+            batches[route.holder, default: (route, [])].packets.append(packet)
         }
         metrics?.droppedPackets(.unroutable, count: Int(unroutable))
         for (_, batch) in batches {
-            let (route, packets) = batch
-            route.eventLoop.execute { route.deliver(packets) }
+            let route = batch.route
+            var malformed = 0
+            // Our own kernel cut them to its MTU: no size to check here.
+            let packets = route.superPackets ? batch.packets : SuperPacket.flatten(batch.packets, mtu: .max, allocator: allocator, malformed: &malformed)
+            for slice in packets.packetBatches {
+                let packets = Array(slice)
+                route.eventLoop.execute { route.deliver(packets) }
+            }
         }
     }
 }

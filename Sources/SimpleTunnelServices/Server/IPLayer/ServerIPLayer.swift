@@ -31,8 +31,10 @@ public final class ServerIPLayer: Sendable {
     /// 5 when the leases cannot be decided now (the shared database is unreachable).
     /// A known client gets its last address back; if an older session of it still holds that address,
     /// that session's tunnel is ended and the address moves to this one at once.
+    /// Super-packets are agreed when the client offers them and the device takes them whole.
     func open(
-        identifier: TunnelConnectionIdentifier, peer: TunnelPeer?, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger,
+        identifier: TunnelConnectionIdentifier, peer: TunnelPeer?, offersSuperPackets: Bool = false, sink: FlowEventSink, eventLoop: EventLoop,
+        logger: Logger,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         let client = peer?.identity
@@ -51,13 +53,16 @@ public final class ServerIPLayer: Sendable {
                 }
                 // Who has which address: the line an operator looks for when a packet's source must be named.
                 logger.notice("leased \(lease.addressesDescription)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
+                let superPackets = offersSuperPackets && router.acceptsSuperPackets
                 let endpoint = ServerIPFlowEndpoint(
-                    identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer)
+                    identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer,
+                    superPackets: superPackets)
                 if let peer {
                     peer.leased(lease.addressesDescription)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
-                let answer = currentConfiguration.withLockedValue { $0 }.configuration(forLease: lease.address, ipv6: lease.ipv6Address)
+                var answer = currentConfiguration.withLockedValue { $0 }.configuration(forLease: lease.address, ipv6: lease.ipv6Address)
+                if superPackets { answer[IPFlowConfigurationKey.superPackets] = PropertyListValue(1) }
                 completion(.success(OpenedFlow(endpoint: endpoint, configuration: answer)))
             }
         }
@@ -89,12 +94,15 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
     private var attached = true
     /// Told the address while the flow holds it, for `tunnel-server status`.
     private let peer: TunnelPeer?
+    /// Both ends agreed to carry super-packets whole (PROTOCOL.md B8).
+    private let superPackets: Bool
 
     init(
         identifier: TunnelConnectionIdentifier, lease: AddressPool.Lease, sink: FlowEventSink, layer: ServerIPLayer, eventLoop: EventLoop,
-        logger: Logger, client: String?, peer: TunnelPeer? = nil
+        logger: Logger, client: String?, peer: TunnelPeer? = nil, superPackets: Bool = false
     ) {
         self.identifier = identifier
+        self.superPackets = superPackets
         self.peer = peer
         self.lease = lease
         self.sink = sink
@@ -103,7 +111,7 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
         self.client = client
         // Until close() detaches it (or a newer session of the client takes the address), the router holds this endpoint.
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        layer.router.attach(lease.address, ipv6: lease.ipv6Address, holder: lease.holder, eventLoop: eventLoop) { packets in
+        layer.router.attach(lease.address, ipv6: lease.ipv6Address, holder: lease.holder, eventLoop: eventLoop, superPackets: superPackets) { packets in
             bound.value.deliver(packets)
         }
     }
@@ -116,7 +124,7 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
 
     func writePackets(_ packets: [TunnelPacket]) {
         guard attached else { return }
-        layer.router.send(packets, from: lease.address, ipv6: lease.ipv6Address)
+        layer.router.send(packets, from: lease.address, ipv6: lease.ipv6Address, superPackets: superPackets)
     }
 
     func close() {

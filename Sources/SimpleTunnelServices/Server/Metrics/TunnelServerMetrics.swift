@@ -24,6 +24,8 @@ public struct TunnelServerMetrics: Sendable {
         case policy
         /// A client's IPv6 packet from or to a link-local or multicast address.
         case linkScoped = "link_scoped"
+        /// A super-packet from a client that did not agree to them (PROTOCOL.md B8).
+        case superPacket = "super_packet"
     }
 
     public init(factory: MetricsFactory = MetricsSystem.factory) {

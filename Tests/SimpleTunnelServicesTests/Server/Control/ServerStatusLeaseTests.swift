@@ -8,7 +8,7 @@ struct ServerStatusLeaseTests {
     func anIPTunnelShowsItsLeaseAndAnAnonymousPlaintextOneSaysSo() async throws {
         let (fixture, _, _) = try await IPLayerTests.start()
         let peer = try await fixture.peer()
-        try await peer.send(.open(identifier: 1, request: .ip))
+        try await peer.send(.open(identifier: 1, request: .plainIP))
         guard case .openResult(1, .success, _, _)? = await peer.next() else {
             Issue.record("no successful open result")
             return
@@ -34,7 +34,7 @@ struct ServerStatusLeaseTests {
         let pool6 = try #require(IPv6Address("fd00:90::2"))...(try #require(IPv6Address("fd00:90::ff")))
         let (fixture, _, _) = try await IPLayerTests.start(ipv6Pool: pool6)
         let peer = try await fixture.peer()
-        try await peer.send(.open(identifier: 1, request: .ip))
+        try await peer.send(.open(identifier: 1, request: .plainIP))
         guard case .openResult(1, .success, let configuration?, _)? = await peer.next() else {
             Issue.record("no successful open result")
             return

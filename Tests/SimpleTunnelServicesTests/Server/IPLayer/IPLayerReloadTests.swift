@@ -9,7 +9,7 @@ struct IPLayerReloadTests {
     @Test func aTunnelsNextPacketsMeetTheNewRulesAndTheNextLeaseGetsTheNewRoutes() async throws {
         let (fixture, device, layer) = try await IPLayerTests.start()
         let peer = try await fixture.peer()
-        try await peer.send(.open(identifier: 1, request: .ip))
+        try await peer.send(.open(identifier: 1, request: .plainIP))
         _ = await peer.next()
         let packet = ipv4Packet(from: Self.lease, to: "198.18.2.9", destinationPort: 53)
         try await peer.send(.packets(identifier: 1, packets: [TunnelPacket(bytes: packet, protocolNumber: 2)]))
@@ -26,7 +26,7 @@ struct IPLayerReloadTests {
         #expect(layer.router.counters.policyDropped == 1)
 
         let second = try await fixture.peer()
-        try await second.send(.open(identifier: 1, request: .ip))
+        try await second.send(.open(identifier: 1, request: .plainIP))
         guard case .openResult(1, .success, let pushed?, _) = await second.next(), case .dictionary(let ipv4)? = pushed["IPv4"],
             case .array(let routes)? = ipv4["Routes"]
         else {

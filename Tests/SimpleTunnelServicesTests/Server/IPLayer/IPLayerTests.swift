@@ -72,7 +72,7 @@ struct IPLayerTests {
     @Test func anIPOpenGetsItsLeaseAndThePersonalisedConfiguration() async throws {
         let (fixture, _, _) = try await Self.start()
         let peer = try await fixture.peer()
-        try await peer.send(.open(identifier: 1, request: .ip))
+        try await peer.send(.open(identifier: 1, request: .plainIP))
         guard case .openResult(1, .success, let configuration?, _)? = await peer.next() else {
             Issue.record("no successful open result")
             return
@@ -90,7 +90,7 @@ struct IPLayerTests {
     @Test func packetsFromTheLeaseReachTheDeviceAndSpoofedOnesAreDroppedAndCounted() async throws {
         let (fixture, device, layer) = try await Self.start()
         let peer = try await fixture.peer()
-        try await peer.send(.open(identifier: 1, request: .ip))
+        try await peer.send(.open(identifier: 1, request: .plainIP))
         _ = await peer.next()
         let good = ipv4Packet(from: "10.90.0.2", to: "198.18.2.2")
         let spoofed = ipv4Packet(from: "10.90.0.77", to: "198.18.2.2")
@@ -116,9 +116,9 @@ struct IPLayerTests {
         let (fixture, device, _) = try await Self.start()
         let first = try await fixture.peer()
         let second = try await fixture.peer()
-        try await first.send(.open(identifier: 1, request: .ip))
+        try await first.send(.open(identifier: 1, request: .plainIP))
         _ = await first.next()
-        try await second.send(.open(identifier: 1, request: .ip))
+        try await second.send(.open(identifier: 1, request: .plainIP))
         _ = await second.next()
         device.inject((0..<40).map { ipv4Packet(from: "198.18.2.2", to: "10.90.0.3", payload: $0) } + [ipv4Packet(from: "198.18.2.2", to: "10.90.0.2")])
         var received: [[TunnelPacket]] = []
@@ -144,19 +144,19 @@ struct IPLayerTests {
         let b = try await fixture.peer()
         let c = try await fixture.peer()
         for peer in [a, b] {
-            try await peer.send(.open(identifier: 1, request: .ip))
+            try await peer.send(.open(identifier: 1, request: .plainIP))
             guard case .openResult(1, .success, _, _)? = await peer.next() else {
                 Issue.record("open failed")
                 return
             }
         }
-        try await c.send(.open(identifier: 1, request: .ip))
+        try await c.send(.open(identifier: 1, request: .plainIP))
         #expect(await c.next() == .openResult(identifier: 1, result: .refused))
         await a.close()
         for _ in 0..<100 where layer.pool.leasedCount > 1 {
             try await Task.sleep(for: .milliseconds(10))
         }
-        try await c.send(.open(identifier: 2, request: .ip))
+        try await c.send(.open(identifier: 2, request: .plainIP))
         guard case .openResult(2, .success, let configuration?, _)? = await c.next() else {
             Issue.record("the freed lease was not reused")
             return
@@ -170,7 +170,7 @@ struct IPLayerTests {
     @Test func withoutAnIPLayerAnIPOpenGetsFive() async throws {
         let fixture = try await RawServerFixture.start()
         let peer = try await fixture.peer()
-        try await peer.send(.open(identifier: 1, request: .ip))
+        try await peer.send(.open(identifier: 1, request: .plainIP))
         #expect(await peer.next() == .openResult(identifier: 1, result: .internalError))
         await peer.close()
         await fixture.stop()

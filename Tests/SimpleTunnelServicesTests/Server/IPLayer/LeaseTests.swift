@@ -108,7 +108,7 @@ struct LeaseTests {
     }
 
     static func openIP(_ peer: RawTunnelPeer, identifier: TunnelConnectionIdentifier = 1) async throws -> String? {
-        try await peer.send(.open(identifier: identifier, request: .ip))
+        try await peer.send(.open(identifier: identifier, request: .plainIP))
         guard case .openResult(identifier, .success, let configuration?, _)? = await peer.next(skip: { if case .packets = $0 { true } else { false } }) else {
             return nil
         }

@@ -21,7 +21,7 @@ struct PacketPolicyTests {
         let policy = try DestinationPolicy(allow: [], deny: ["198.18.2.9", "198.18.3.0/24:22"]).withPublicListenerDefaults()
         let (fixture, device, layer) = try await IPLayerTests.start(policy: policy)
         let peer = try await fixture.peer()
-        try await peer.send(.open(identifier: 1, request: .ip))
+        try await peer.send(.open(identifier: 1, request: .plainIP))
         _ = await peer.next()
         let refused = [
             ipv4Packet(from: Self.lease, to: "127.0.0.1", destinationPort: 22),

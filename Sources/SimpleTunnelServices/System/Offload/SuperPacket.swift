@@ -1,0 +1,65 @@
+import NIOCore
+
+/// A TCP super-packet as two Linux peers carry it whole (PROTOCOL.md B8):
+/// the bytes a TUN device with TSO reads, and the segment size its
+/// virtio_net_hdr named. Everything else of that header follows from the
+/// packet, so the wire carries only the size, and a receiver rebuilds the
+/// header from bytes it has checked rather than trusting a peer's offsets.
+enum SuperPacket {
+    /// The virtio_net_hdr that makes a TUN device cut `packet` into segments of
+    /// `segmentSize` payload bytes. Throws when the packet is not a TCP packet
+    /// over IPv4, or over IPv6 without extension headers, whose lengths agree
+    /// with its bytes, or when a segment would not fit `mtu`.
+    static func header(for packet: UnsafeRawBufferPointer, segmentSize: UInt16, mtu: Int) throws(TUNOffloadError) -> (VirtioNetHeader, SuperPacketLayout) {
+        guard packet.count >= 40 else { throw .inconsistent("a super-packet of \(packet.count) bytes") }
+        let isIPv4 = packet[0] >> 4 == 4
+        // IPv6 with extension headers never comes out of a TSO read we would forward; refusing it keeps the parse short.
+        let transport = isIPv4 ? Int(packet[0] & 0x0F) * 4 : 40
+        let header = VirtioNetHeader(
+            flags: VirtioNetHeader.needsChecksum, gsoType: isIPv4 ? .tcpIPv4 : .tcpIPv6, headerLength: 0,
+            gsoSize: segmentSize, checksumStart: UInt16(transport), checksumOffset: 16)
+        let layout = try SuperPacketLayout(packet, header: header, gsoType: isIPv4 ? .tcpIPv4 : .tcpIPv6)
+        guard isIPv4 || packet[6] == TCPSegmentation.tcpProtocolNumber else {
+            throw .inconsistent("an IPv6 super-packet with extension headers")
+        }
+        guard layout.headersLength + layout.segmentSize <= mtu else {
+            throw .inconsistent("segments of \(layout.headersLength + layout.segmentSize) bytes on a link of MTU \(mtu)")
+        }
+        var complete = header
+        complete.headerLength = UInt16(layout.headersLength)
+        return (complete, layout)
+    }
+
+    /// The ordinary packets a super-packet stands for, with every checksum
+    /// computed: for a peer or a device that takes no super-packets.
+    static func segments(of packet: TunnelPacket, mtu: Int, allocator: ByteBufferAllocator) throws(TUNOffloadError) -> [ByteBuffer] {
+        try packet.bytes.withUnsafeReadableBytes { bytes throws(TUNOffloadError) in
+            let (header, _) = try Self.header(for: bytes, segmentSize: packet.segmentSize, mtu: mtu)
+            var output: [ByteBuffer] = []
+            try TCPSegmentation.split(bytes, header: header, allocator: allocator, into: &output)
+            return output
+        }
+    }
+
+    /// `packets` with every super-packet cut into ordinary packets; one that
+    /// does not hold together is dropped and counted in `malformed`.
+    static func flatten(_ packets: [TunnelPacket], mtu: Int, allocator: ByteBufferAllocator, malformed: inout Int) -> [TunnelPacket] {
+        guard packets.contains(where: \.isSuperPacket) else { return packets }
+        var output: [TunnelPacket] = []
+        output.reserveCapacity(packets.count * 4)
+        for packet in packets {
+            guard packet.isSuperPacket else {
+                output.append(packet)
+                continue
+            }
+            do {
+                for segment in try segments(of: packet, mtu: mtu, allocator: allocator) {
+                    output.append(TunnelPacket(bytes: segment, protocolNumber: packet.protocolNumber))
+                }
+            } catch {
+                malformed += 1
+            }
+        }
+        return output
+    }
+}
