@@ -19,7 +19,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate FuzzNames FuzzTUNSplit)
+    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate FuzzNames FuzzTUNSplit FuzzSuperPacket)
 fi
 configuration=${FUZZ_CONFIGURATION:-release}
 
@@ -46,6 +46,7 @@ seeds() {
         FuzzSOCKS5) echo Seeds/socks5 ;;
         FuzzNames) echo Seeds/names ;;
         FuzzTUNSplit) echo Seeds/tun-split ;;
+        FuzzSuperPacket) echo Seeds/super-packet ;;
         *) echo "unknown target $1" >&2; exit 2 ;;
     esac
 }
@@ -57,6 +58,7 @@ maximum_length() {
         FuzzXMLPropertyList) echo 65536 ;;
         FuzzNames) echo 512 ;;
         FuzzTUNSplit) echo 65545 ;;  # a 64 KiB super-packet and its virtio_net_hdr
+        FuzzSuperPacket) echo 65539 ;;  # a 64 KiB super-packet, its segment size and an MTU
         *) echo 4096 ;;
     esac
 }

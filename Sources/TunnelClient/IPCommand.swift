@@ -27,6 +27,11 @@ struct IP: AsyncParsableCommand {
     @Option(help: "MTU of the TUN device (at least 1280 when the server offers IPv6). Default: the server's (it pushes its own), else 1400.")
     var mtu: Int?
 
+    @Flag(
+        name: .customLong("no-super-packets"),
+        help: "Do not offer to carry TCP super-packets whole (a Linux server with TUN offloads accepts them); send MTU-sized packets only.")
+    var noSuperPackets = false
+
     func validate() throws {
         if let mtu, !(576...65535).contains(mtu) {
             throw ValidationError("--mtu \(mtu): expected 576 to 65535")
@@ -46,6 +51,7 @@ struct IP: AsyncParsableCommand {
         options.applyRoutes = !noRoutes
         options.applyDNS = dns
         options.mtu = mtu
+        options.offerSuperPackets = !noSuperPackets
         let ipOptions = options
         // Changing and undoing routes needs CAP_NET_ADMIN; restoring /etc/resolv.conf needs to write root's file.
         let capabilities: Set<Privileges.Capability> = dns ? [.netAdmin, .dacOverride] : [.netAdmin]

@@ -5,7 +5,9 @@ import NIOCore
 /// virtio_net_hdr, then the packet. Splitting never traps and never makes a
 /// segment longer than the read; every segment of a TCP super-packet is a
 /// packet of its own length with valid checksums; and coalescing the segments
-/// again and splitting that gives the same segments back.
+/// again and splitting that gives the same segments back. A super-packet
+/// carried whole to a peer (PROTOCOL.md B8) and cut there gives the same
+/// segments as cutting it here.
 func fuzzTUNSplit(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let read = UnsafeRawBufferPointer(start: data, count: size)
     guard let header = VirtioNetHeader(read) else { return 0 }
@@ -26,6 +28,13 @@ func fuzzTUNSplit(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         guard segment.readableBytes <= packet.count else { fatalError("a segment longer than its super-packet") }
         guard segment.withUnsafeReadableBytes({ hasValidChecksums($0, transport: Int(header.checksumStart)) }) else {
             fatalError("a segment with a wrong length or checksum")
+        }
+    }
+    var copy = [UInt8](packet)
+    let whole = copy.withUnsafeMutableBytes { TUNReaderLoop.wholeSuperPacket($0, header: header, allocator: allocator) }
+    if let whole {
+        guard let cut = try? SuperPacket.segments(of: whole, mtu: .max, allocator: allocator), cut == segments else {
+            fatalError("a super-packet cut by the peer differs from the one cut here")
         }
     }
     let again = TCPCoalescing.coalesce(segments, allocator: allocator).flatMap { item -> [ByteBuffer] in

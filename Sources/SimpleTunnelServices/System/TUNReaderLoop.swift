@@ -163,9 +163,11 @@ struct TUNReaderLoop: Sendable {
     /// the receiver can hand it to its own device as it is. Nil for anything
     /// else, which is split or completed as before.
     static func wholeSuperPacket(_ packet: UnsafeMutableRawBufferPointer, header: VirtioNetHeader, allocator: ByteBufferAllocator) -> TunnelPacket? {
+        // Whole only when the header the receiver will rebuild is the kernel's own.
         guard header.gsoType == .tcpIPv4 || header.gsoType == .tcpIPv6, header.gsoSize > 0,
-            let (_, layout) = try? SuperPacket.header(for: UnsafeRawBufferPointer(packet), segmentSize: header.gsoSize, mtu: .max),
-            layout.segmentCount > 1
+            let (rebuilt, layout) = try? SuperPacket.header(for: UnsafeRawBufferPointer(packet), segmentSize: header.gsoSize, mtu: .max),
+            layout.segmentCount > 1, rebuilt.gsoType == header.gsoType, rebuilt.checksumStart == header.checksumStart,
+            header.checksumOffset == 16
         else { return nil }
         let transport = layout.transportOffset
         if layout.isIPv4 {

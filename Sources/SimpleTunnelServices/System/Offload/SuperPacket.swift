@@ -27,6 +27,8 @@ enum SuperPacket {
         }
         var complete = header
         complete.headerLength = UInt16(layout.headersLength)
+        // CWR on the first segment only, as the kernel's TSO marks it.
+        if packet[transport + 13] & TCPSegmentation.cwr != 0 { complete.gsoTypeByte |= VirtioNetHeader.gsoECNBit }
         return (complete, layout)
     }
 

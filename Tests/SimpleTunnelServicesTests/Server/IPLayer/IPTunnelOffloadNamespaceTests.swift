@@ -2,18 +2,28 @@ import Foundation
 import Testing
 @testable import SimpleTunnelServices
 
-/// The whole VPN with the TUN devices' offloads on (the default) and off:
-/// TCP in both directions arrives intact, and each end says which it uses.
+/// The whole VPN with the TUN devices' offloads on and super-packets carried
+/// whole (the default), with offloads but MTU-sized packets on the wire
+/// (`--no-super-packets`), and without offloads: TCP in both directions
+/// arrives intact, and each end says which it uses.
 @Suite("IP tunnel with and without TUN offloads", .serialized, .timeLimit(.minutes(3)))
 struct IPTunnelOffloadNamespaceTests {
-    @Test(.enabled(if: NetworkNamespaceLab.isPythonAvailable, "needs root, /dev/net/tun, ip netns and python3"), arguments: [true, false])
-    func tcpBothWaysArrivesIntact(offloads: Bool) async throws {
+    enum Mode: String, CaseIterable, Sendable {
+        case superPackets, offloadsOnly, off
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isPythonAvailable, "needs root, /dev/net/tun, ip netns and python3"), arguments: Mode.allCases)
+    func tcpBothWaysArrivesIntact(mode: Mode) async throws {
+        let offloads = mode != .off
         let vpn = try VPNLab()
         defer { vpn.cleanup() }
         if !offloads { vpn.launchPrefix = ["env", "\(TUNOffloadRequest.environmentVariable)=off"] }
         try await vpn.startServer()
         let client = try vpn.clientNamespace(1)
-        let process = try await vpn.startClient(in: client, serverAddress: "198.18.11.1", device: "stun1")
+        let process = try await vpn.startClient(
+            in: client, serverAddress: "198.18.11.1", device: "stun1", arguments: mode == .offloadsOnly ? ["--no-super-packets"] : [])
+        let agreed = process.outputSoFar.contains("super-packets=agreed")
+        #expect(agreed == (mode == .superPackets), "\(process.outputSoFar)")
         let expected = offloads ? "TUN offloads on stun0: checksum, TSO4, TSO6" : "TUN offloads on stun0: off"
         #expect(vpn.serverProcess?.outputSoFar.contains(expected) == true, "\(vpn.serverProcess?.outputSoFar ?? "")")
         let clientExpected = offloads ? "TUN offloads on stun1: checksum, TSO4, TSO6" : "TUN offloads on stun1: off"
