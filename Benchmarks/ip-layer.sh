@@ -4,7 +4,9 @@
 # same namespace topology, run back to back, with the bare veth path as the
 # ceiling. Every configuration is measured with one stream and with STREAMS
 # parallel streams (iperf3 -P), upload (client -> destination) and download
-# (iperf3 -R); SimpleTunnel with its TUN offloads on (the default) and off
+# (iperf3 -R); SimpleTunnel with its TUN offloads on and super-packets carried
+# whole (the default), with offloads on but MTU-sized packets on the wire
+# (tunnel-client ip --no-super-packets), and with offloads off
 # (SIMPLETUNNEL_TUN_OFFLOAD=off on both ends), and its IPv6 throughput
 # (iperf3 -6, one stream) through the same tunnel.
 #
@@ -59,6 +61,8 @@
 #   OURS_MTU=         --mtu for tunnel-server and tunnel-client when set
 #                     (their default is 1400)
 #   OURS_OFFLOAD_OFF=1  also measure SimpleTunnel with TUN offloads off; 0 skips it
+#   OURS_SEGMENTS=1   also measure SimpleTunnel with offloads on but MTU-sized
+#                     packets on the wire (--no-super-packets); 0 skips it
 #   COMPARE_BIN_DIR=  also measure the tunnel-server and tunnel-client in this
 #                     directory (offloads on), e.g. a build from before a change,
 #                     so that before and after are measured in one run
@@ -106,6 +110,7 @@ KEEP_WORK=${KEEP_WORK:-0}
 OPENVPN_NODELAY=${OPENVPN_NODELAY:-0}
 OPENVPN_EXTRA=${OPENVPN_EXTRA:-}
 OURS_OFFLOAD_OFF=${OURS_OFFLOAD_OFF:-1}
+OURS_SEGMENTS=${OURS_SEGMENTS:-1}
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=Benchmarks/bench-files.sh
@@ -621,19 +626,25 @@ run_openvpn() {
 # --- SimpleTunnel -----------------------------------------------------------
 
 OURS_TLS="" OURS_OFFLOADS=""
-# run_ours on|off|compare: SimpleTunnel with its TUN offloads on (the default) or off, or
-# the binaries in COMPARE_BIN_DIR with offloads on (configuration ours-on, ours-off or
+# run_ours on|segments|off|compare: SimpleTunnel with its TUN offloads on and
+# super-packets carried whole (the default), offloads on with MTU-sized packets on
+# the wire (--no-super-packets), offloads off, or the binaries in COMPARE_BIN_DIR
+# as they start by default (configuration ours-on, ours-segments, ours-off or
 # ours-compare); with offloads on it also measures the same tunnel over IPv6 (ours-v6)
 # and keeps what the server logged of its offloads in OURS_OFFLOADS.
 run_ours() {
-    local mode=$1 tag=ours-$1 env=() server_bin=$SERVER_BIN client_bin=$CLIENT_BIN
+    local mode=$1 tag=ours-$1 env=() server_bin=$SERVER_BIN client_bin=$CLIENT_BIN client_extra=()
     if [ "$mode" = compare ]; then
         server_bin=$COMPARE_BIN_DIR/tunnel-server client_bin=$COMPARE_BIN_DIR/tunnel-client
         echo "SimpleTunnel from $COMPARE_BIN_DIR, TUN offloads on"
         add_config "$tag" "SimpleTunnel, COMPARE_BIN_DIR build"
+    elif [ "$mode" = segments ]; then
+        client_extra=(--no-super-packets)
+        echo "SimpleTunnel: tunnel-server (TUN, IPv4.Pool) <- TLS over TCP -> tunnel-client ip --no-super-packets, TUN offloads on"
+        add_config "$tag" "  offloads on, MTU-sized packets on wire"
     else
         echo "SimpleTunnel: tunnel-server (TUN, IPv4.Pool) <- TLS over TCP -> tunnel-client ip, TUN offloads $mode"
-        add_config "$tag" "SimpleTunnel TLS, TUN offloads $mode"
+        add_config "$tag" "SimpleTunnel TLS, TUN offloads $mode$([ "$mode" = on ] && echo ", super-packets")"
     fi
     if [ "$mode" = compare ] && { [ ! -x "$server_bin" ] || [ ! -x "$client_bin" ]; }; then
         STATUS[$tag]=unavailable DETAIL[$tag]="no tunnel-server/tunnel-client in $COMPARE_BIN_DIR"
@@ -669,7 +680,7 @@ run_ours() {
     fi
     start_bg tunnel-client "$d/client.log" ip netns exec "$CLI" "${env[@]}" "$client_bin" ip \
         --server 198.18.1.1:4433 --pin-sha256 "$fingerprint" \
-        --cert "$WORK/pki/client.crt" --key "$WORK/pki/client.key" --tun stbcli0 "${mtu[@]}"
+        --cert "$WORK/pki/client.crt" --key "$WORK/pki/client.key" --tun stbcli0 "${mtu[@]}" "${client_extra[@]}"
     client_pid=$BG_PID
     # Up when an address from the pool is on an interface in the client namespace.
     pool_dev() { ip -n "$CLI" -4 -o addr show 2>/dev/null | awk '$4 ~ /^10\.90\.0\./ { print $2; exit }'; }
@@ -689,6 +700,7 @@ run_ours() {
         local offloads
         offloads=$(grep -Eos 'TUN offloads on [^:]*: [^[]*' "$d/server.log" | head -n 1 | sed 's/ *$//' || true)
         [ -z "$offloads" ] || echo "  server: $offloads"
+        grep -Eos 'super-packets=[a-z]+' "$d/client.log" | head -n 1 | sed 's/^/  client: /' || true
         [ "$mode" != on ] || OURS_OFFLOADS=$offloads
         CPU_CLI_PID=$client_pid CPU_SRV_PID=$server_pid
         measure "$tag"
@@ -734,6 +746,7 @@ run_openvpn openvpn "OpenVPN $OPENVPN_SHORT TCP AES-256-GCM"
 if [ "$OPENVPN_NODELAY" = 1 ]; then run_openvpn openvpn-nodelay "  same, --tcp-nodelay" --tcp-nodelay; fi
 run_ours on
 if [ -n "${COMPARE_BIN_DIR:-}" ]; then run_ours compare; fi
+if [ "$OURS_SEGMENTS" = 1 ]; then run_ours segments; fi
 if [ "$OURS_OFFLOAD_OFF" = 1 ]; then run_ours off; fi
 
 # --- report -----------------------------------------------------------------

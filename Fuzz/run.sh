@@ -58,7 +58,7 @@ maximum_length() {
         FuzzXMLPropertyList) echo 65536 ;;
         FuzzNames) echo 512 ;;
         FuzzTUNSplit) echo 65545 ;;  # a 64 KiB super-packet and its virtio_net_hdr
-        FuzzSuperPacket) echo 65539 ;;  # a 64 KiB super-packet, its segment size and an MTU
+        FuzzSuperPacket) echo 65537 ;;  # a 64 KiB super-packet and its segment size
         *) echo 4096 ;;
     esac
 }

@@ -330,9 +330,8 @@ final class DeviceFlowEndpoint: FlowEndpoint {
     fileprivate func forward(_ packets: [TunnelPacket]) {
         guard let sink else { return }
         guard superPackets else {
-            // The device cut them to its own MTU: no size to check here.
             var malformed = 0
-            for slice in SuperPacket.flatten(packets, mtu: .max, allocator: allocator, malformed: &malformed).packetBatches {
+            for slice in SuperPacket.flatten(packets, allocator: allocator, malformed: &malformed).packetBatches {
                 sink.flow(identifier, didReadPackets: Array(slice))
             }
             return

@@ -159,7 +159,7 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
 
     public func writePackets(_ packets: [TunnelPacket]) {
         // Planned outside the lock: the server's tunnels write from several event loops at once.
-        let plan = TUNWritePlan(packets, virtioHeader: offloads.virtioHeader, mtu: lock.withLock { lastKnownMTU }, allocator: allocator)
+        let plan = TUNWritePlan(packets, virtioHeader: offloads.virtioHeader, allocator: allocator)
         lock.withLock {
             countersStorage.writeDrops += plan.malformed
             guard case .closed = state else {

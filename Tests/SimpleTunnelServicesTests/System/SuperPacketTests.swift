@@ -39,7 +39,7 @@ struct SuperPacketTests {
         #expect(carried.segmentSize == UInt16(Self.mss))
         #expect(carried.bytes.readableBytes == packet.count, "whole: not cut, nothing added")
         #expect(carried.protocolNumber == (isIPv4 ? TunnelPacket.ProtocolNumber.ipv4 : TunnelPacket.ProtocolNumber.ipv6))
-        let cut = try SuperPacket.segments(of: carried, mtu: 1500, allocator: allocator)
+        let cut = try SuperPacket.segments(of: carried, allocator: allocator)
         #expect(cut == (try kernelSplit(packet, header)))
         #expect(cut.count == 4)
         #expect(cut.map { Array($0.readableBytesView) }.allSatisfy(TCPTestChecks.checksumsVerify))
@@ -50,7 +50,7 @@ struct SuperPacketTests {
         let flow = TCPTestFlow(isIPv4: isIPv4)
         let (packet, header) = kernelRead(flow)
         let carried = try #require(whole(packet, header))
-        let plan = TUNWritePlan([carried], virtioHeader: true, mtu: 1500, allocator: allocator)
+        let plan = TUNWritePlan([carried], virtioHeader: true, allocator: allocator)
         #expect(plan.malformed == 0)
         let write = try #require(plan.writes.first)
         #expect(plan.writes.count == 1)
@@ -62,7 +62,7 @@ struct SuperPacketTests {
 
     @Test func aSuperPacketWithCWRIsMarkedForECNAsTheKernelMarksIt() throws {
         let (packet, _) = kernelRead(TCPTestFlow(isIPv4: true), flags: TCPTestFlow.ack | TCPTestFlow.cwr)
-        let header = try packet.withUnsafeBytes { try SuperPacket.header(for: $0, segmentSize: UInt16(Self.mss), mtu: 1500).0 }
+        let header = try packet.withUnsafeBytes { try SuperPacket.header(for: $0, segmentSize: UInt16(Self.mss)).0 }
         #expect(header.gsoTypeByte == VirtioNetHeader.GSOType.tcpIPv4.rawValue | VirtioNetHeader.gsoECNBit)
     }
 
@@ -75,7 +75,7 @@ struct SuperPacketTests {
     }
 
     /// Each case is one way a peer's super-packet can fail to hold together.
-    static func broken() -> [(String, [UInt8], UInt16, Int)] {
+    static func broken() -> [(String, [UInt8], UInt16)] {
         let flow = TCPTestFlow(isIPv4: true)
         let good = flow.superPacket(sequence: 1, payload: TCPTestFlow.payload(3000), flags: TCPTestFlow.ack)
         var udp = good
@@ -87,22 +87,21 @@ struct SuperPacketTests {
         var extensionHeader = TCPTestFlow(isIPv4: false).superPacket(sequence: 1, payload: TCPTestFlow.payload(3000), flags: TCPTestFlow.ack)
         extensionHeader[6] = 0  // hop-by-hop options first
         return [
-            ("not TCP", udp, 1000, 1500),
-            ("an IPv4 length that is not the packet's", longer, 1000, 1500),
-            ("a fragment", fragment, 1000, 1500),
-            ("IPv6 with an extension header", extensionHeader, 1000, 1500),
-            ("segments larger than the link's MTU", good, 1461, 1500),
-            ("more segments than any MSS makes", good, 1, 1500),
-            ("no IP header at all", [0x45, 0, 0, 20], 1000, 1500),
+            ("not TCP", udp, 1000),
+            ("an IPv4 length that is not the packet's", longer, 1000),
+            ("a fragment", fragment, 1000),
+            ("IPv6 with an extension header", extensionHeader, 1000),
+            ("more segments than any MSS makes", good, 1),
+            ("no IP header at all", [0x45, 0, 0, 20], 1000),
         ]
     }
 
     @Test func aSuperPacketThatDoesNotHoldTogetherIsDroppedAndCountedAndItsNeighboursStillGo() throws {
         let neighbour = TunnelPacket(bytes: ipv4Packet(from: "10.90.0.2", to: "198.18.2.2"))
-        for (name, bytes, segmentSize, mtu) in Self.broken() {
+        for (name, bytes, segmentSize) in Self.broken() {
             let packet = TunnelPacket(bytes: ByteBuffer(bytes: bytes), segmentSize: segmentSize)
             for virtioHeader in [true, false] {
-                let plan = TUNWritePlan([neighbour, packet, neighbour], virtioHeader: virtioHeader, mtu: mtu, allocator: allocator)
+                let plan = TUNWritePlan([neighbour, packet, neighbour], virtioHeader: virtioHeader, allocator: allocator)
                 #expect(plan.malformed == 1, "\(name), virtio header \(virtioHeader)")
                 #expect(plan.writes.map(\.packet) == [neighbour.bytes, neighbour.bytes], "\(name)")
             }
@@ -113,7 +112,7 @@ struct SuperPacketTests {
     func withoutAVirtioHeaderASuperPacketIsCutIntoValidPacketsBeforeTheWrite(isIPv4: Bool) throws {
         let (packet, header) = kernelRead(TCPTestFlow(isIPv4: isIPv4))
         let carried = try #require(whole(packet, header))
-        let plan = TUNWritePlan([carried], virtioHeader: false, mtu: 1500, allocator: allocator)
+        let plan = TUNWritePlan([carried], virtioHeader: false, allocator: allocator)
         #expect(plan.writes.map(\.packet) == (try kernelSplit(packet, header)))
         #expect(plan.writes.allSatisfy { $0.segments == 1 && $0.header == .plain })
     }

@@ -224,8 +224,7 @@ public final class PacketRouter: @unchecked Sendable {
         for (_, batch) in batches {
             let route = batch.route
             var malformed = 0
-            // Our own kernel cut them to its MTU: no size to check here.
-            let packets = route.superPackets ? batch.packets : SuperPacket.flatten(batch.packets, mtu: .max, allocator: allocator, malformed: &malformed)
+            let packets = route.superPackets ? batch.packets : SuperPacket.flatten(batch.packets, allocator: allocator, malformed: &malformed)
             for slice in packets.packetBatches {
                 let packets = Array(slice)
                 route.eventLoop.execute { route.deliver(packets) }

@@ -9,8 +9,11 @@ enum SuperPacket {
     /// The virtio_net_hdr that makes a TUN device cut `packet` into segments of
     /// `segmentSize` payload bytes. Throws when the packet is not a TCP packet
     /// over IPv4, or over IPv6 without extension headers, whose lengths agree
-    /// with its bytes, or when a segment would not fit `mtu`.
-    static func header(for packet: UnsafeRawBufferPointer, segmentSize: UInt16, mtu: Int) throws(TUNOffloadError) -> (VirtioNetHeader, SuperPacketLayout) {
+    /// with its bytes, or would make more segments than any MSS does. The
+    /// segments' size against the way out is the kernel's to check, as for a
+    /// packet larger than the device's MTU (it forwards such a packet, or
+    /// answers "too big").
+    static func header(for packet: UnsafeRawBufferPointer, segmentSize: UInt16) throws(TUNOffloadError) -> (VirtioNetHeader, SuperPacketLayout) {
         guard packet.count >= 40 else { throw .inconsistent("a super-packet of \(packet.count) bytes") }
         let isIPv4 = packet[0] >> 4 == 4
         // IPv6 with extension headers never comes out of a TSO read we would forward; refusing it keeps the parse short.
@@ -22,9 +25,6 @@ enum SuperPacket {
         guard isIPv4 || packet[6] == TCPSegmentation.tcpProtocolNumber else {
             throw .inconsistent("an IPv6 super-packet with extension headers")
         }
-        guard layout.headersLength + layout.segmentSize <= mtu else {
-            throw .inconsistent("segments of \(layout.headersLength + layout.segmentSize) bytes on a link of MTU \(mtu)")
-        }
         var complete = header
         complete.headerLength = UInt16(layout.headersLength)
         // CWR on the first segment only, as the kernel's TSO marks it.
@@ -34,9 +34,9 @@ enum SuperPacket {
 
     /// The ordinary packets a super-packet stands for, with every checksum
     /// computed: for a peer or a device that takes no super-packets.
-    static func segments(of packet: TunnelPacket, mtu: Int, allocator: ByteBufferAllocator) throws(TUNOffloadError) -> [ByteBuffer] {
+    static func segments(of packet: TunnelPacket, allocator: ByteBufferAllocator) throws(TUNOffloadError) -> [ByteBuffer] {
         try packet.bytes.withUnsafeReadableBytes { bytes throws(TUNOffloadError) in
-            let (header, _) = try Self.header(for: bytes, segmentSize: packet.segmentSize, mtu: mtu)
+            let (header, _) = try Self.header(for: bytes, segmentSize: packet.segmentSize)
             var output: [ByteBuffer] = []
             try TCPSegmentation.split(bytes, header: header, allocator: allocator, into: &output)
             return output
@@ -45,7 +45,7 @@ enum SuperPacket {
 
     /// `packets` with every super-packet cut into ordinary packets; one that
     /// does not hold together is dropped and counted in `malformed`.
-    static func flatten(_ packets: [TunnelPacket], mtu: Int, allocator: ByteBufferAllocator, malformed: inout Int) -> [TunnelPacket] {
+    static func flatten(_ packets: [TunnelPacket], allocator: ByteBufferAllocator, malformed: inout Int) -> [TunnelPacket] {
         guard packets.contains(where: \.isSuperPacket) else { return packets }
         var output: [TunnelPacket] = []
         output.reserveCapacity(packets.count * 4)
@@ -55,7 +55,7 @@ enum SuperPacket {
                 continue
             }
             do {
-                for segment in try segments(of: packet, mtu: mtu, allocator: allocator) {
+                for segment in try segments(of: packet, allocator: allocator) {
                     output.append(TunnelPacket(bytes: segment, protocolNumber: packet.protocolNumber))
                 }
             } catch {

@@ -6,13 +6,13 @@ import NIOCore
 /// into ordinary packets here. Order is kept.
 struct TUNWritePlan {
     var writes: [TUNOutgoingPacket] = []
-    /// Super-packets dropped: they did not hold together, or their segments would not fit the MTU.
+    /// Super-packets dropped: they did not hold together.
     var malformed = 0
 
-    init(_ packets: [TunnelPacket], virtioHeader: Bool, mtu: Int, allocator: ByteBufferAllocator) {
+    init(_ packets: [TunnelPacket], virtioHeader: Bool, allocator: ByteBufferAllocator) {
         writes.reserveCapacity(packets.count)
         guard virtioHeader else {
-            for packet in SuperPacket.flatten(packets, mtu: mtu, allocator: allocator, malformed: &malformed) {
+            for packet in SuperPacket.flatten(packets, allocator: allocator, malformed: &malformed) {
                 writes.append(TUNOutgoingPacket(header: .plain, packet: packet.bytes, segments: 1))
             }
             return
@@ -28,7 +28,7 @@ struct TUNWritePlan {
                 run.removeAll(keepingCapacity: true)
             }
             let checked = packet.bytes.withUnsafeReadableBytes { bytes in
-                try? SuperPacket.header(for: bytes, segmentSize: packet.segmentSize, mtu: mtu)
+                try? SuperPacket.header(for: bytes, segmentSize: packet.segmentSize)
             }
             guard let (header, layout) = checked else {
                 malformed += 1
