@@ -48,8 +48,8 @@ struct TUNReaderLoop: Sendable {
     static let maximumBatchesInFlight = 64
 
     func run() {
-        var scratch = [UInt8](repeating: 0, count: Self.readBufferSize)
         let allocator = ByteBufferAllocator()
+        var scratch = allocator.buffer(capacity: Self.readBufferSize)
         let inFlight = DispatchSemaphore(value: Self.maximumBatchesInFlight)
         var malformedLog = LineRateLimiter()
         while !isClosed() {
@@ -96,18 +96,20 @@ struct TUNReaderLoop: Sendable {
     /// Reads packets until none is waiting or the batch is full. A read error
     /// other than "nothing to read" (the interface was deleted, say) ends the reader.
     private func readAvailable(
-        into scratch: inout [UInt8], allocator: ByteBufferAllocator, malformedLog: inout LineRateLimiter
+        into scratch: inout ByteBuffer, allocator: ByteBufferAllocator, malformedLog: inout LineRateLimiter
     ) -> ([TunnelPacket], TUNReadTally, String?) {
         var batch: [TunnelPacket] = []
         var tally = TUNReadTally()
         while batch.count < PacketFlowLimits.maximumBatchSize {
-            let count = scratch.withUnsafeMutableBytes { Glibc.read(deviceFD, $0.baseAddress, $0.count) }
+            scratch.clear()
+            let count = scratch.withUnsafeMutableWritableBytes { Glibc.read(deviceFD, $0.baseAddress, $0.count) }
             if count > 0 {
+                scratch.moveWriterIndex(forwardBy: count)
                 let before = batch.count
                 if virtioHeader {
-                    unpack(&scratch, count: count, allocator: allocator, into: &batch, tally: &tally, malformedLog: &malformedLog)
+                    unpack(&scratch, allocator: allocator, into: &batch, tally: &tally, malformedLog: &malformedLog)
                 } else {
-                    batch.append(TunnelPacket(bytes: allocator.buffer(bytes: scratch[0..<count])))
+                    batch.append(TunnelPacket(bytes: allocator.buffer(bytes: scratch.readableBytesView)))
                 }
                 tally.packets += batch.count - before
                 for packet in batch[before...] { tally.bytes += packet.bytes.readableBytes }
@@ -124,20 +126,32 @@ struct TUNReaderLoop: Sendable {
         return (batch, tally, nil)
     }
 
+    /// Reads at least this long hand their buffer over instead of being
+    /// copied out of it: a smaller one would keep 64 KiB alive for less.
+    static let minimumHandedOver = 16 * 1024
+
     /// One read of a device with a virtio_net_hdr: its packet, its TCP
     /// super-packet whole, or (one with IPv6 extension headers) the segments
-    /// of that. A header that does not fit is dropped and noted.
+    /// of that. A header that does not fit is dropped and noted. A large
+    /// super-packet keeps the read's own buffer, and the reader takes a new one.
     private func unpack(
-        _ scratch: inout [UInt8], count: Int, allocator: ByteBufferAllocator, into batch: inout [TunnelPacket], tally: inout TUNReadTally,
+        _ scratch: inout ByteBuffer, allocator: ByteBufferAllocator, into batch: inout [TunnelPacket], tally: inout TUNReadTally,
         malformedLog: inout LineRateLimiter
     ) {
-        let outcome: Result<Void, TUNOffloadError> = scratch.withUnsafeMutableBytes { bytes in
-            let read = UnsafeMutableRawBufferPointer(rebasing: bytes[0..<count])
+        var handOver: UInt16?
+        let outcome: Result<Void, TUNOffloadError> = scratch.withUnsafeMutableReadableBytes { read in
+            let count = read.count
             guard let header = VirtioNetHeader(UnsafeRawBufferPointer(read)) else { return .failure(.truncatedHeader(bytes: count)) }
             let packet = UnsafeMutableRawBufferPointer(rebasing: read[VirtioNetHeader.size...])
             if header.gsoType != VirtioNetHeader.GSOType.none { tally.superPackets += 1 }
-            if let whole = Self.wholeSuperPacket(packet, header: header, allocator: allocator) {
-                batch.append(whole)
+            if let segmentSize = Self.prepareWholeSuperPacket(packet, header: header) {
+                if packet.count >= Self.minimumHandedOver {
+                    handOver = segmentSize
+                } else {
+                    var bytes = allocator.buffer(capacity: packet.count)
+                    bytes.writeBytes(UnsafeRawBufferPointer(packet))
+                    batch.append(TunnelPacket(bytes: bytes, segmentSize: segmentSize))
+                }
                 return .success(())
             }
             do throws(TUNOffloadError) {
@@ -149,6 +163,10 @@ struct TUNReaderLoop: Sendable {
                 return .failure(error)
             }
         }
+        if let segmentSize = handOver, let bytes = scratch.getSlice(at: scratch.readerIndex + VirtioNetHeader.size, length: scratch.readableBytes - VirtioNetHeader.size) {
+            batch.append(TunnelPacket(bytes: bytes, segmentSize: segmentSize))
+            scratch = allocator.buffer(capacity: Self.readBufferSize)
+        }
         if case .failure(let error) = outcome {
             tally.malformed += 1
             if let suppressed = malformedLog.admit() {
@@ -157,12 +175,21 @@ struct TUNReaderLoop: Sendable {
         }
     }
 
-    /// A TCP super-packet as the wire carries it (PROTOCOL.md B8): its TCP
-    /// checksum field the pseudo-header's sum over the whole TCP length and
-    /// its IPv4 header checksum valid, set here whatever the kernel left, so
-    /// the receiver can hand it to its own device as it is. Nil for anything
-    /// else, which is split or completed as before.
+    /// `packet` (a read's bytes after its virtio_net_hdr) as a TCP super-packet
+    /// the wire carries whole, copied.
     static func wholeSuperPacket(_ packet: UnsafeMutableRawBufferPointer, header: VirtioNetHeader, allocator: ByteBufferAllocator) -> TunnelPacket? {
+        guard let segmentSize = prepareWholeSuperPacket(packet, header: header) else { return nil }
+        var buffer = allocator.buffer(capacity: packet.count)
+        buffer.writeBytes(UnsafeRawBufferPointer(packet))
+        return TunnelPacket(bytes: buffer, segmentSize: segmentSize)
+    }
+
+    /// Makes `packet` a TCP super-packet as the wire carries it (PROTOCOL.md B8),
+    /// in place: its TCP checksum field the pseudo-header's sum over the whole
+    /// TCP length and its IPv4 header checksum valid, whatever the kernel left,
+    /// so the receiver can hand it to its own device as it is. Returns its
+    /// segment size; nil for anything else, which is split or completed as before.
+    static func prepareWholeSuperPacket(_ packet: UnsafeMutableRawBufferPointer, header: VirtioNetHeader) -> UInt16? {
         // Whole only when the header the receiver will rebuild is the kernel's own.
         guard header.gsoType == .tcpIPv4 || header.gsoType == .tcpIPv6, header.gsoSize > 0,
             let (rebuilt, layout) = try? SuperPacket.header(for: UnsafeRawBufferPointer(packet), segmentSize: header.gsoSize),
@@ -177,9 +204,7 @@ struct TUNReaderLoop: Sendable {
         let addresses = UnsafeRawBufferPointer(rebasing: layout.isIPv4 ? packet[12..<20] : packet[8..<40])
         let pseudo = InternetChecksum.pseudoHeaderSum(addresses: addresses, protocolNumber: TCPSegmentation.tcpProtocolNumber, transportLength: packet.count - transport)
         packet.storeBigEndian(UInt16(truncatingIfNeeded: InternetChecksum.fold(UInt64(pseudo))), at: transport + 16)
-        var buffer = allocator.buffer(capacity: packet.count)
-        buffer.writeBytes(UnsafeRawBufferPointer(packet))
-        return TunnelPacket(bytes: buffer, segmentSize: header.gsoSize)
+        return header.gsoSize
     }
 
     /// Waits for the event loop to catch up, giving up when the device closes.

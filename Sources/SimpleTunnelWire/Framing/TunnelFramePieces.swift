@@ -27,9 +27,16 @@ extension TunnelFrame {
     public static func encodePieces(
         _ message: TunnelMessage, allocator: ByteBufferAllocator
     ) throws(TunnelFrameError) -> TunnelFramePieces {
+        // The writer detaches the first large enough `data` object it meets: a
+        // `data` message's payload, or a super-packet (PROTOCOL.md B8).
         var detachable = 0
-        if case .data(_, let payload, _) = message, payload.readableBytes >= minimumDetachedPayload {
+        switch message {
+        case .data(_, let payload, _) where payload.readableBytes >= minimumDetachedPayload:
             detachable = payload.readableBytes
+        case .packets(_, let packets):
+            detachable = packets.first { $0.bytes.readableBytes >= minimumDetachedPayload }?.bytes.readableBytes ?? 0
+        default:
+            break
         }
         var frame = allocator.buffer(capacity: message.estimatedFrameLength - detachable)
         let detached = try writeFrame(message, into: &frame, detachingDataOf: detachable > 0 ? minimumDetachedPayload : Int.max)

@@ -11,6 +11,12 @@ struct TunnelFramePiecesTests {
             .data(identifier: 1 << 40, payload: ByteBuffer(counter: 65_536)),
             .data(identifier: 8, payload: ByteBuffer(counter: 100_000), endpoint: TunnelEndpoint(host: "::1", port: 53)),
             .data(identifier: 9, payload: ByteBuffer(counter: 4096).getSlice(at: 1000, length: 3000) ?? ByteBuffer()),
+            // Super-packets (PROTOCOL.md B8): the first large one is sent beside the frame.
+            .packets(identifier: 4, packets: [
+                TunnelPacket(bytes: ByteBuffer(counter: 60), protocolNumber: 2),
+                TunnelPacket(bytes: ByteBuffer(counter: 65_535), protocolNumber: 2, segmentSize: 1348),
+                TunnelPacket(bytes: ByteBuffer(counter: 30_000), protocolNumber: 30, segmentSize: 1328),
+            ]),
         ]
 
     @Test func piecesJoinToTheSameBytesAsTheOneBufferEncoder() throws {
@@ -23,6 +29,19 @@ struct TunnelFramePiecesTests {
             let payload = try #require(try TunnelFrameDecoder.nextPayload(from: &frame))
             #expect(try TunnelFrame.decodeMessage(payload: payload) == message)
         }
+    }
+
+    @Test func aSuperPacketIsSentBesideTheFrameNotCopied() throws {
+        let superPacket = ByteBuffer(counter: 65_535)
+        let message = TunnelMessage.packets(identifier: 4, packets: [TunnelPacket(bytes: superPacket, protocolNumber: 2, segmentSize: 1348)])
+        let pieces = try TunnelFrame.encodePieces(message, allocator: ByteBufferAllocator())
+        let detached = try #require(pieces.payload)
+        detached.withUnsafeReadableBytes { piece in
+            superPacket.withUnsafeReadableBytes { original in
+                #expect(piece.baseAddress == original.baseAddress, "the packet's own storage")
+            }
+        }
+        #expect(pieces.head.readableBytes + (pieces.tail?.readableBytes ?? 0) < 256)
     }
 
     @Test func largePayloadIsSentBesideTheFrameNotCopied() throws {
