@@ -19,22 +19,13 @@
 # What limits our IP path (PERF=record, cpu-clock samples: this VM exposes no
 # hardware counters, so cost is told in CPU time, not instructions): CPU. On
 # 2 cores both tunnel processes, both iperf3 ends and the kernel's forwarding
-# share the machine; with offloads on each of our processes spends about
-# 2.4-3.2 s per GB, 3.2-4.3 us per 1348-byte segment (wireguard-go 7-10 s,
-# OpenVPN 6-9 s), and the whole machine is busy. Of our processes' time about
-# half is our code and the Swift runtime (retain/release ~10%, exclusivity
-# checks ~3%), a quarter the kernel (TUN and socket copies, wake-ups), ~10%
-# OpenSSL's AES-GCM and ~10% libc (memmove, malloc). Most of our own work is
-# per segment: a super-packet read from the TUN is cut into MTU-sized
-# segments, each encoded as one data object of a property list, decoded, checked
-# against the lease and policy, and coalesced again before the write. The
-# per-segment TCP checksums (made when splitting, verified before coalescing)
-# were the largest single symbol (7-9% of each process; 2.5-3.5% since
-# InternetChecksum is vectorized). Now on top: retain/release of the property
-# list values built per packet for a `packets` message, copies, wake-ups.
-# Carrying super-packets whole between two Linux peers (an optional
-# extension, not built yet) would remove the split, the merge, both checksums
-# and ~45x of the per-packet encoding.
+# share the machine. With super-packets carried whole (PROTOCOL.md B8) each
+# of our processes spends about 1.2-1.7 s per GB (wireguard-go 8-10 s,
+# OpenVPN 6-10 s; MTU-sized packets on the wire cost us 2.5-3.5 s): about a
+# third is the kernel (TUN and socket copies, wake-ups), a fifth OpenSSL's
+# AES-GCM, and the rest our code, the Swift runtime and libc. Per-packet work
+# (the split, the merge, their checksums, one property-list object per
+# packet) remains only for a peer that takes no super-packets.
 #
 # Targets printed at the end (one stream, upload): SimpleTunnel >= 5x
 # wireguard-go, >= 0.18x the bare path, >= 2x OpenVPN; download within 20%
