@@ -175,7 +175,9 @@ struct FlowState {
                 return .failPendingOpen(FlowOpenFailure(result, "the server answered \(result)\(detail.map { ", \($0)" } ?? "")", detail: detail))
             }
             phase = .open(running: running)
-            return .completeOpen(configuration)
+            // A `close(write)` that came before the answer ends the socket's output only now: a
+            // SOCKS client must get its reply before the FIN.
+            return .completeOpen(configuration, shutdownLocalOutput: !running.contains(.receiving))
         case .open:
             // A second answer: harmless, ignored.
             return .none

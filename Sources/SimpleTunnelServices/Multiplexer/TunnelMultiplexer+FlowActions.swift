@@ -72,12 +72,15 @@ extension TunnelMultiplexer {
         case .refuseDuplicateOpen:
             counters.metrics?.openResult(.invalidParameter)
             sendControl(.openResult(identifier: identifier, result: .invalidParameter))
-        case .completeOpen(let configuration):
+        case .completeOpen(let configuration, let shutdownLocalOutput):
             counters.statistics.flowsOpened += 1
             if flows[identifier]?.kind == .udp {
                 startUDPExpiry()
             }
             client.opens.removeValue(forKey: identifier)?(.success(configuration))
+            if shutdownLocalOutput {
+                endpoints[identifier]?.endpoint.shutdownOutput()
+            }
         case .failPendingOpen(let failure):
             failPendingOpen(identifier, failure)
         case .forget(let aborting):

@@ -175,6 +175,29 @@ struct TunnelMultiplexerTests {
         multiplexer.receive(.message(.close(identifier: identifier, direction: .all)))
     }
 
+    @Test func aCloseOfWriteBeforeTheOpenResultFINsTheSocketOnceTheOpenSucceeds() {
+        let multiplexer = clientMultiplexer()
+        let endpoint = RecordingEndpoint()
+        var opened = false
+        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { result in
+            if case .success = result {
+                #expect(!endpoint.outputShut, "the open completes (a SOCKS reply is written) before the FIN")
+                opened = true
+            }
+        }!
+        multiplexer.receive(.message(.close(identifier: identifier, direction: .write)))
+        #expect(!endpoint.outputShut, "no FIN before the open: a SOCKS client still waits for its reply")
+        multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
+        #expect(opened)
+        #expect(endpoint.outputShut, "the peer ended its stream: the local socket must see its end")
+        // The other stream still runs: the local application may go on sending.
+        loop.run()
+        output.written.removeAll()
+        multiplexer.flow(identifier, didRead: ByteBuffer(string: "more"), from: nil)
+        loop.run()
+        #expect(output.written == [.data(identifier: identifier, payload: ByteBuffer(string: "more"))])
+    }
+
     @Test func theTunnelClosingClosesEveryLocalSocketAndFailsWhatWaits() {
         let multiplexer = clientMultiplexer()
         let (_, open) = openedFlow(multiplexer)
