@@ -202,18 +202,20 @@ public final class IPTunnelSession: Sendable {
     private static func openFlow(tunnel: TunnelClientConnection, link: NIOLoopBound<DeviceLink>) async throws -> [String: PropertyListValue] {
         let promise = tunnel.eventLoop.makePromise(of: [String: PropertyListValue].self)
         tunnel.eventLoop.execute {
-            let endpoint = DeviceFlowEndpoint(link: link.value)
-            let multiplexer = tunnel.multiplexer
-            let identifier = multiplexer.openFlow(.ip, endpoint: endpoint) { result in
+            var made: DeviceFlowEndpoint?
+            tunnel.multiplexer.openFlow(.ip) { reporter in
+                let endpoint = DeviceFlowEndpoint(link: link.value, reporter: reporter)
+                made = endpoint
+                return .ip(endpoint)
+            } completion: { result in
                 switch result {
                 case .success(let configuration):
-                    endpoint.attach(sink: multiplexer)
+                    made?.attach()
                     promise.succeed(configuration ?? [:])
                 case .failure(let failure):
                     promise.fail(IPTunnelError(refusal: failure.result))
                 }
             }
-            endpoint.identifier = identifier ?? 0
         }
         return try await promise.futureResult.get()
     }
@@ -296,18 +298,19 @@ final class DeviceLink {
 }
 
 /// One tunnel's IP flow, with the device as its local end. Only IPv4 and IPv6 pass.
-final class DeviceFlowEndpoint: FlowEndpoint {
+final class DeviceFlowEndpoint: PacketFlowEndpoint {
     private let link: DeviceLink
     private weak var sink: FlowEventSink?
-    var identifier: TunnelConnectionIdentifier = 0
+    let identifier: TunnelConnectionIdentifier
 
-    init(link: DeviceLink) {
+    init(link: DeviceLink, reporter: FlowReporter) {
         self.link = link
+        self.sink = reporter.sink
+        self.identifier = reporter.identifier
     }
 
     /// The flow is open: from now on the device's packets go to it.
-    func attach(sink: FlowEventSink) {
-        self.sink = sink
+    func attach() {
         link.endpoint = self
     }
 
@@ -326,11 +329,6 @@ final class DeviceFlowEndpoint: FlowEndpoint {
             link.endpoint = nil
         }
     }
-
-    func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) {}
-    func flush() {}
-    func setReading(_ enabled: Bool) {}
-    func shutdownOutput() {}
 }
 
 public struct IPTunnelError: Error, CustomStringConvertible {

@@ -7,7 +7,7 @@ import NIOCore
 /// (a shared database may take a round trip).
 public protocol IPFlowOpening {
     func openIPFlow(
-        identifier: TunnelConnectionIdentifier, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger,
+        reporter: FlowReporter, eventLoop: EventLoop, logger: Logger,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     )
 }

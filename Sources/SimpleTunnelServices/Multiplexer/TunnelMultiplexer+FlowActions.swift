@@ -37,7 +37,7 @@ extension TunnelMultiplexer {
             switch budgets.suspendAllowance.charge(identifier, bytes: payload.readableBytes) {
             case .within, .holdPeer:
                 // Past the allowance a server still keeps what it read (and reads no more: `suspendAllowanceChanged`).
-                endpoints[identifier]?.endpoint.write(payload, to: destination)
+                endpoints[identifier]?.end.data?.write(payload, to: destination)
                 markForFlush(identifier)
                 suspendAllowanceChanged()
             case .abortFlow(let reason):
@@ -61,7 +61,7 @@ extension TunnelMultiplexer {
         case .resumePeer:
             sendControl(.resume(identifier: identifier))
         case .shutdownLocalOutput:
-            endpoints[identifier]?.endpoint.shutdownOutput()
+            shutdownLocalOutput(identifier)
         case .confirmOpen(let early, let configuration, let shutdownLocalOutput):
             confirmOpen(identifier, early: early, configuration: configuration, shutdownLocalOutput: shutdownLocalOutput)
         case .endFailedOpen(let answer):
@@ -79,7 +79,7 @@ extension TunnelMultiplexer {
             }
             client.opens.removeValue(forKey: identifier)?(.success(configuration))
             if shutdownLocalOutput {
-                endpoints[identifier]?.endpoint.shutdownOutput()
+                self.shutdownLocalOutput(identifier)
             }
         case .failPendingOpen(let failure):
             failPendingOpen(identifier, failure)
@@ -99,19 +99,25 @@ extension TunnelMultiplexer {
         if let kind { counters.metrics?.flowOpened(kind) }
         counters.metrics?.openResult(.success)
         sendControl(.openResult(identifier: identifier, result: .success, configuration: configuration))
-        if let endpoint = endpoints[identifier]?.endpoint {
+        if let endpoint = endpoints[identifier]?.end.data, !early.isEmpty {
             for data in early {
                 endpoint.write(data, to: nil)
             }
-            if !early.isEmpty {
-                endpoint.flush()
-            }
-            if shutdownLocalOutput {
-                endpoint.shutdownOutput()
-            }
+            endpoint.flush()
+        }
+        if shutdownLocalOutput {
+            self.shutdownLocalOutput(identifier)
         }
         if kind == .udp {
             startUDPExpiry()
+        }
+    }
+
+    /// Ends the peer-to-local stream on the socket. Only a byte stream has
+    /// one to end: a datagram socket just stops getting what the peer sends.
+    private func shutdownLocalOutput(_ identifier: TunnelConnectionIdentifier) {
+        if case .tcp(let endpoint)? = endpoints[identifier]?.end {
+            endpoint.shutdownOutput()
         }
     }
 

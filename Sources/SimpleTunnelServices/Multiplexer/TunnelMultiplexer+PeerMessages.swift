@@ -63,14 +63,13 @@ extension TunnelMultiplexer {
             guard let request = client.authentications.popFirst() else { return dropUnexpected(message) }
             request(.success(result))
         case (.packets(let identifier, let packets), _):
-            guard let flow = flows[identifier], flow.kind == .ip, flow.isOpen, let endpoint = endpoints[identifier]?.endpoint else {
+            guard let flow = flows[identifier], flow.isOpen, case .ip(let endpoint)? = endpoints[identifier]?.end else {
                 return dropUnexpected(message)
             }
             let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
             counters.statistics.bytesFromPeer += UInt64(bytes)
             counters.metrics?.bytesFromPeer(bytes)
             endpoint.writePackets(packets)
-            markForFlush(identifier)
         case (.open, .client), (.openResult, .server), (.authenticate, .client), (.authenticateResult, .server),
             (.dns, .client):
             dropUnexpected(message)
@@ -120,14 +119,14 @@ extension TunnelMultiplexer {
             return
         }
         addFlow(identifier, .opening(kind, limits: limits.flowLimits, now: .now()), endpoint: nil)
-        opener.open(request, identifier: identifier, sink: self) { [weak self] result in
+        opener.open(request, reporter: FlowReporter(identifier: identifier, sink: self)) { [weak self] result in
             self?.openCompleted(identifier, request: request, result: result)
         }
     }
 
     private func openCompleted(_ identifier: TunnelConnectionIdentifier, request: TunnelOpenRequest, result: Result<OpenedFlow, FlowOpenFailure>) {
         guard !isClosed, flows[identifier] != nil else {
-            if case .success(let opened) = result { opened.endpoint.abort() }
+            if case .success(let opened) = result { opened.endpoint.close(aborting: true) {} }
             return
         }
         switch result {
@@ -138,7 +137,8 @@ extension TunnelMultiplexer {
             counters.metrics?.openResult(failure.result)
             transition(identifier) { $0.openFailed(failure) }
         case .success(let opened):
-            endpoints[identifier] = EndpointSlot(endpoint: opened.endpoint)
+            assert(opened.endpoint.kind == FlowState.Kind(request), "the opener made a \(opened.endpoint.kind) end for \(request)")
+            endpoints[identifier] = EndpointSlot(end: opened.endpoint)
             // Debug, not info: one line per flow costs a busy server more than the flow itself.
             logger.debug("open completed", metadata: ["flow": "\(identifier)", "request": "\(request)"])
             transition(identifier) { $0.openSucceeded(configuration: opened.configuration) }

@@ -63,9 +63,9 @@ public final class TunnelMultiplexer {
         case client
     }
 
-    /// A flow's local socket and what it was last told.
+    /// A flow's local end and what it was last told.
     struct EndpointSlot {
-        let endpoint: FlowEndpoint
+        let end: LocalFlowEnd
         var reading = false
     }
 
@@ -132,7 +132,7 @@ public final class TunnelMultiplexer {
             var identifiers: [TunnelConnectionIdentifier] = []
             swap(&identifiers, &pending.endpointsToFlush)
             for identifier in identifiers {
-                endpoints[identifier]?.endpoint.flush()
+                endpoints[identifier]?.end.data?.flush()
             }
         }
         drain()
@@ -158,7 +158,7 @@ public final class TunnelMultiplexer {
         endpoints.removeAll()
         schedule.removeAll()
         for slot in slots {
-            slot.endpoint.abort()
+            slot.end.close(aborting: true) {}
         }
         client.failAll()
     }
@@ -197,7 +197,9 @@ public final class TunnelMultiplexer {
     private func updateReading(_ identifier: TunnelConnectionIdentifier, wanted: Bool) {
         guard let index = endpoints.index(forKey: identifier), endpoints.values[index].reading != wanted else { return }
         endpoints.values[index].reading = wanted
-        endpoints.values[index].endpoint.setReading(wanted)
+        // Out of the table first: an endpoint may report what it held at once, which changes the table.
+        let end = endpoints.values[index].end
+        end.data?.setReading(wanted)
     }
 
     private func updateEveryFlowsReading() {
@@ -339,15 +341,10 @@ public final class TunnelMultiplexer {
         if flow.isOpen {
             counters.metrics?.flowClosed(flow.kind)
         }
-        if let endpoint = slot?.endpoint {
-            let socket = ObjectIdentifier(endpoint)
+        if let end = slot?.end {
+            let socket = end.object
             budgets.suspendAllowance.flowForgotten(identifier, closingSocket: socket)
-            if aborting {
-                endpoint.abort()
-            } else {
-                endpoint.close()
-            }
-            endpoint.detach { [weak self] in
+            end.close(aborting: aborting) { [weak self] in
                 // After `tunnelClosed` everything charged has been given back already.
                 guard let self, !self.isClosed else { return }
                 self.budgets.suspendAllowance.socketClosed(socket)

@@ -8,9 +8,9 @@ struct TunnelIPFlows: IPFlowOpening {
     let peer: TunnelPeer
 
     func openIPFlow(
-        identifier: TunnelConnectionIdentifier, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger,
+        reporter: FlowReporter, eventLoop: EventLoop, logger: Logger,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
-        layer.open(identifier: identifier, peer: peer, sink: sink, eventLoop: eventLoop, logger: logger, completion: completion)
+        layer.open(reporter: reporter, peer: peer, eventLoop: eventLoop, logger: logger, completion: completion)
     }
 }

@@ -32,7 +32,7 @@ public final class ServerIPLayer: Sendable {
     /// A known client gets its last address back; if an older session of it still holds that address,
     /// that session's tunnel is ended and the address moves to this one at once.
     func open(
-        identifier: TunnelConnectionIdentifier, peer: TunnelPeer?, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger,
+        reporter: FlowReporter, peer: TunnelPeer?, eventLoop: EventLoop, logger: Logger,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         let client = peer?.identity
@@ -52,13 +52,13 @@ public final class ServerIPLayer: Sendable {
                 // Who has which address: the line an operator looks for when a packet's source must be named.
                 logger.notice("leased \(lease.addressesDescription)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
                 let endpoint = ServerIPFlowEndpoint(
-                    identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer)
+                    reporter: reporter, lease: lease, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer)
                 if let peer {
                     peer.leased(lease.addressesDescription)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
                 let answer = currentConfiguration.withLockedValue { $0 }.configuration(forLease: lease.address, ipv6: lease.ipv6Address)
-                completion(.success(OpenedFlow(endpoint: endpoint, configuration: answer)))
+                completion(.success(OpenedFlow(endpoint: .ip(endpoint), configuration: answer)))
             }
         }
     }
@@ -79,7 +79,7 @@ public final class ServerIPLayer: Sendable {
 }
 
 /// The server's end of one client's IP flow: its lease on the router.
-final class ServerIPFlowEndpoint: FlowEndpoint {
+final class ServerIPFlowEndpoint: PacketFlowEndpoint {
     let identifier: TunnelConnectionIdentifier
     let lease: AddressPool.Lease
     private weak var sink: FlowEventSink?
@@ -91,13 +91,13 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
     private let peer: TunnelPeer?
 
     init(
-        identifier: TunnelConnectionIdentifier, lease: AddressPool.Lease, sink: FlowEventSink, layer: ServerIPLayer, eventLoop: EventLoop,
+        reporter: FlowReporter, lease: AddressPool.Lease, layer: ServerIPLayer, eventLoop: EventLoop,
         logger: Logger, client: String?, peer: TunnelPeer? = nil
     ) {
-        self.identifier = identifier
+        self.identifier = reporter.identifier
         self.peer = peer
         self.lease = lease
-        self.sink = sink
+        self.sink = reporter.sink
         self.layer = layer
         self.logger = logger
         self.client = client
@@ -126,10 +126,4 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
         layer.release(lease)
         logger.notice("released \(lease.addressesDescription)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
     }
-
-    // An IP flow carries packets only.
-    func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) {}
-    func flush() {}
-    func setReading(_ enabled: Bool) {}
-    func shutdownOutput() {}
 }
