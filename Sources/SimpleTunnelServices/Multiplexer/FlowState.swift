@@ -1,6 +1,7 @@
 import NIOCore
 
-/// One logical connection's whole state, free of I/O: where it is in its life
+/// One TCP or UDP flow's whole state, free of I/O (an IP flow has its own,
+/// `IPFlowState`): where it is in its life
 /// and, carried by that phase, which of its two streams still run (PROTOCOL.md
 /// A4 "Half-close"); what waits to go to the peer, and its flow control.
 ///
@@ -225,16 +226,6 @@ struct FlowState {
         lastActivity = now
         queue.appendData(data, source: source)
         updateQueueWatermarks()
-        return .none
-    }
-
-    /// Packets read from an IP flow's device. It cannot be paused per client:
-    /// beyond the high watermark packets are dropped, as a congested router
-    /// would, and TCP inside the tunnel slows down.
-    mutating func readPackets(_ packets: [TunnelPacket], now: NIODeadline) -> FlowAction {
-        guard isOpen, kind == .ip, queue.bufferedBytes < limits.queue.high else { return .drop }
-        lastActivity = now
-        queue.appendPackets(packets)
         return .none
     }
 

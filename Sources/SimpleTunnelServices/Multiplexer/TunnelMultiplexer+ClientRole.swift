@@ -35,18 +35,30 @@ extension TunnelMultiplexer {
         assert(end.kind == kind, "a \(end.kind) end for \(request)")
         client.opens[identifier] = completion
         sendControl(.open(identifier: identifier, request: request))
-        addFlow(identifier, .awaitingOpenResult(kind, limits: limits.flowLimits, now: .now()), endpoint: end)
+        if kind == .ip {
+            addIPFlow(identifier, .awaitingOpenResult(highWatermark: limits.flowQueueHighWatermark), endpoint: end)
+        } else {
+            addFlow(identifier, .awaitingOpenResult(kind, limits: limits.flowLimits, now: .now()), endpoint: end)
+        }
         return identifier
     }
 
     /// Enters a new flow in the table and reconciles it with its first state.
     func addFlow(_ identifier: TunnelConnectionIdentifier, _ flow: FlowState, endpoint: LocalFlowEnd?) {
-        flows[identifier] = flow
+        flows.data[identifier] = flow
         if let endpoint {
             endpoints[identifier] = EndpointSlot(end: endpoint)
         }
         if flow.kind == .udp { udp.count += 1 }
         reconcile(identifier)
+    }
+
+    /// Enters a new IP flow in the table (it has nothing to send or read yet).
+    func addIPFlow(_ identifier: TunnelConnectionIdentifier, _ flow: IPFlowState, endpoint: LocalFlowEnd?) {
+        flows.ip[identifier] = flow
+        if let endpoint {
+            endpoints[identifier] = EndpointSlot(end: endpoint)
+        }
     }
 
     /// Asks the server for its configuration (PROTOCOL.md A3, command 9).

@@ -8,9 +8,9 @@ extension TunnelMultiplexer {
     /// action, nil for a flow not (or no longer) known.
     @discardableResult
     func transition(_ identifier: TunnelConnectionIdentifier, _ event: (inout FlowState) -> FlowAction) -> FlowAction? {
-        guard let index = flows.index(forKey: identifier) else { return nil }
+        guard let index = flows.data.index(forKey: identifier) else { return nil }
         // In place: reading `flows.values[index]` for the counts would copy the whole flow each time.
-        let (action, queuedChange, earlyChange) = Self.run(event, on: &flows.values[index])
+        let (action, queuedChange, earlyChange) = Self.run(event, on: &flows.data.values[index])
         perform(action, for: identifier)
         account(queued: queuedChange, early: earlyChange)
         reconcile(identifier)
@@ -63,7 +63,9 @@ extension TunnelMultiplexer {
         case .shutdownLocalOutput:
             shutdownLocalOutput(identifier)
         case .confirmOpen(let early, let configuration, let shutdownLocalOutput):
-            confirmOpen(identifier, early: early, configuration: configuration, shutdownLocalOutput: shutdownLocalOutput)
+            if let kind = flows.data[identifier]?.kind {
+                confirmOpen(identifier, kind: kind, early: early, configuration: configuration, shutdownLocalOutput: shutdownLocalOutput)
+            }
         case .endFailedOpen(let answer):
             if let answer {
                 sendControl(.openResult(identifier: identifier, result: answer.result, detail: answer.detail))
@@ -74,7 +76,7 @@ extension TunnelMultiplexer {
             sendControl(.openResult(identifier: identifier, result: .invalidParameter))
         case .completeOpen(let configuration, let shutdownLocalOutput):
             counters.statistics.flowsOpened += 1
-            if flows[identifier]?.kind == .udp {
+            if flows.data[identifier]?.kind == .udp {
                 startUDPExpiry()
             }
             client.opens.removeValue(forKey: identifier)?(.success(configuration))
@@ -91,12 +93,12 @@ extension TunnelMultiplexer {
     }
 
     /// Server: the open succeeded; the endpoint is in the table already.
-    private func confirmOpen(
-        _ identifier: TunnelConnectionIdentifier, early: [ByteBuffer], configuration: [String: PropertyListValue]?, shutdownLocalOutput: Bool
+    func confirmOpen(
+        _ identifier: TunnelConnectionIdentifier, kind: TunnelFlowKind, early: [ByteBuffer], configuration: [String: PropertyListValue]?,
+        shutdownLocalOutput: Bool
     ) {
-        let kind = flows[identifier]?.kind
         counters.statistics.flowsOpened += 1
-        if let kind { counters.metrics?.flowOpened(kind) }
+        counters.metrics?.flowOpened(kind)
         counters.metrics?.openResult(.success)
         sendControl(.openResult(identifier: identifier, result: .success, configuration: configuration))
         if let endpoint = endpoints[identifier]?.end.data, !early.isEmpty {

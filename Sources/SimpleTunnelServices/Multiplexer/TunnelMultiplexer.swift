@@ -76,7 +76,7 @@ public final class TunnelMultiplexer {
     /// Where messages go, and who is told whether to read the peer.
     unowned let output: TunnelOutput
 
-    var flows: [TunnelConnectionIdentifier: FlowState] = [:]
+    var flows = FlowTable()
     /// Endpoints of the flows that have one (a server's only once open).
     var endpoints: [TunnelConnectionIdentifier: EndpointSlot] = [:]
     var schedule = TunnelSchedule()
@@ -145,8 +145,11 @@ public final class TunnelMultiplexer {
         isClosed = true
         udp.expiry?.cancel()
         udp.expiry = nil
-        for flow in flows.values where flow.isOpen {
+        for flow in flows.data.values where flow.isOpen {
             counters.metrics?.flowClosed(flow.kind)
+        }
+        for flow in flows.ip.values where flow.isOpen {
+            counters.metrics?.flowClosed(.ip)
         }
         let slots = endpoints.values
         if let server = budgets.server {
@@ -168,7 +171,7 @@ public final class TunnelMultiplexer {
     /// Brings the flow's endpoint, its place in the schedule and its existence
     /// in line with its state.
     func reconcile(_ identifier: TunnelConnectionIdentifier) {
-        guard let flow = flows[identifier] else { return }
+        guard let flow = flows.data[identifier] else { return }
         if flow.isDone {
             forget(identifier)
             return
@@ -204,7 +207,7 @@ public final class TunnelMultiplexer {
 
     private func updateEveryFlowsReading() {
         let may = budgets.mayReadLocally
-        for (identifier, flow) in flows {
+        for (identifier, flow) in flows.data {
             updateReading(identifier, wanted: flow.wantsReading && may)
         }
     }
@@ -308,15 +311,24 @@ public final class TunnelMultiplexer {
     private func sendTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
         var sent = 0
         var wrote = false
+        // Checked once a turn, and not at all while the tunnel has no IP flow: a lookup costs every message.
+        let isIP = !flows.ip.isEmpty && flows.ip[identifier] != nil
         while sent < limits.maximumDataChunk, output.isWritable {
+            if isIP {
+                guard let bytes = sendIPTurn(of: identifier, budget: limits.maximumDataChunk - sent) else { break }
+                wrote = true
+                sent += bytes
+                continue
+            }
             // `transition` writes what the flow sends.
             guard case .send(let item)? = transition(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) }) else { break }
             wrote = true
             sent += item.payloadBytes
         }
-        schedule.turnEnded(identifier, hasMore: flows[identifier]?.hasSomethingToSend ?? false)
+        let hasMore = isIP ? flows.ip[identifier]?.hasSomethingToSend : flows.data[identifier]?.hasSomethingToSend
+        schedule.turnEnded(identifier, hasMore: hasMore ?? false)
         // A flow whose last item was its close is done once it has gone.
-        if let flow = flows[identifier], flow.isDone {
+        if let flow = flows.data[identifier], flow.isDone {
             forget(identifier)
         }
         return wrote
@@ -333,13 +345,22 @@ public final class TunnelMultiplexer {
     /// gone, or at once, discarding it, when `aborting`. The endpoint reports
     /// nothing more under the identifier, which may name a new flow at once.
     func forget(_ identifier: TunnelConnectionIdentifier, aborting: Bool = false) {
-        guard let flow = flows.removeValue(forKey: identifier) else { return }
+        let kind: TunnelFlowKind
+        let wasOpen: Bool
+        if let flow = flows.data.removeValue(forKey: identifier) {
+            account(queued: -flow.queue.bufferedBytes, early: -flow.earlyDataBytes)
+            (kind, wasOpen) = (flow.kind, flow.isOpen)
+        } else if let flow = flows.ip.removeValue(forKey: identifier) {
+            account(queued: -flow.queue.bufferedBytes, early: 0)
+            (kind, wasOpen) = (.ip, flow.isOpen)
+        } else {
+            return
+        }
         let slot = endpoints.removeValue(forKey: identifier)
-        account(queued: -flow.queue.bufferedBytes, early: -flow.earlyDataBytes)
         schedule.remove(identifier)
-        if flow.kind == .udp { udp.count -= 1 }
-        if flow.isOpen {
-            counters.metrics?.flowClosed(flow.kind)
+        if kind == .udp { udp.count -= 1 }
+        if wasOpen {
+            counters.metrics?.flowClosed(kind)
         }
         if let end = slot?.end {
             let socket = end.object
@@ -360,7 +381,7 @@ public final class TunnelMultiplexer {
     /// Closes a flow at once and tells the peer: for abuse and expiry. What its
     /// socket still holds is discarded.
     func abort(_ identifier: TunnelConnectionIdentifier, reason: String) {
-        guard flows[identifier] != nil else { return }
+        guard flows.contains(identifier) else { return }
         peerNotice("closing flow", metadata: ["flow": "\(identifier)", "reason": "\(reason)"])
         sendControl(.close(identifier: identifier, direction: .all))
         forget(identifier, aborting: true)
