@@ -54,9 +54,18 @@ extension TunnelMultiplexer {
         }
     }
 
-    /// Sends up to `budget` bytes of an IP flow's packets; returns how many went.
-    func sendIPTurn(of identifier: TunnelConnectionIdentifier, budget: Int) -> Int? {
-        guard case .send(let packets)? = transitionIP(identifier, { $0.nextToSend(maximumChunk: budget) }) else { return nil }
-        return packets.reduce(0) { $0 + $1.bytes.readableBytes }
+    /// An IP flow's turn in the tunnel: up to one quantum of its packets.
+    /// Returns whether anything was written.
+    func sendIPTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
+        var sent = 0
+        var wrote = false
+        while sent < limits.maximumDataChunk, output.isWritable,
+            case .send(let packets)? = transitionIP(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) })
+        {
+            wrote = true
+            sent += packets.reduce(0) { $0 + $1.bytes.readableBytes }
+        }
+        schedule.turnEnded(identifier, hasMore: flows.ip[identifier]?.hasSomethingToSend ?? false)
+        return wrote
     }
 }

@@ -311,22 +311,22 @@ public final class TunnelMultiplexer {
     private func sendTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
         var sent = 0
         var wrote = false
-        // Checked once a turn, and not at all while the tunnel has no IP flow: a lookup costs every message.
-        let isIP = !flows.ip.isEmpty && flows.ip[identifier] != nil
         while sent < limits.maximumDataChunk, output.isWritable {
-            if isIP {
-                guard let bytes = sendIPTurn(of: identifier, budget: limits.maximumDataChunk - sent) else { break }
-                wrote = true
-                sent += bytes
-                continue
-            }
             // `transition` writes what the flow sends.
-            guard case .send(let item)? = transition(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) }) else { break }
-            wrote = true
-            sent += item.payloadBytes
+            switch transition(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) }) {
+            case .send(let item)?:
+                wrote = true
+                sent += item.payloadBytes
+                continue
+            case nil where !wrote:
+                // Not a TCP or UDP flow: found out here, so their turns pay no lookup of their own.
+                return sendIPTurn(of: identifier)
+            default:
+                break
+            }
+            break
         }
-        let hasMore = isIP ? flows.ip[identifier]?.hasSomethingToSend : flows.data[identifier]?.hasSomethingToSend
-        schedule.turnEnded(identifier, hasMore: hasMore ?? false)
+        schedule.turnEnded(identifier, hasMore: flows.data[identifier]?.hasSomethingToSend ?? false)
         // A flow whose last item was its close is done once it has gone.
         if let flow = flows.data[identifier], flow.isDone {
             forget(identifier)
@@ -344,6 +344,8 @@ public final class TunnelMultiplexer {
     /// Forgets a flow: its endpoint is closed after what was written to it has
     /// gone, or at once, discarding it, when `aborting`. The endpoint reports
     /// nothing more under the identifier, which may name a new flow at once.
+    // Out of line: it ends a flow's last turn, and inlined there it would weigh on every turn.
+    @inline(never)
     func forget(_ identifier: TunnelConnectionIdentifier, aborting: Bool = false) {
         let kind: TunnelFlowKind
         let wasOpen: Bool
