@@ -60,6 +60,7 @@ struct FlowState {
     private let limits: Limits
 
     private init(kind: Kind, phase: Phase, limits: Limits, now: NIODeadline) {
+        assert(kind != .ip, "an IP flow has its own machine, IPFlowState")
         self.kind = kind
         self.phase = phase
         self.limits = limits
