@@ -25,13 +25,15 @@ final class CountingOutput: TunnelOutput {
 }
 
 /// A local socket that takes everything at once.
-final class CountingEndpoint: FlowEndpoint {
+final class CountingEndpoint: TCPFlowEndpoint {
     var bytes = 0
     func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) { bytes += data.readableBytes }
     func flush() {}
     func setReading(_ enabled: Bool) {}
     func shutdownOutput() {}
     func close() {}
+    func abort() {}
+    func detach(whenClosed closed: @escaping () -> Void) { closed() }
 }
 
 let scenarios: [String: (payload: Int, fromPeer: Bool)] = [
@@ -53,7 +55,7 @@ let endpoint = CountingEndpoint()
 var logger = Logger(label: "benchmark")
 logger.logLevel = .critical
 let multiplexer = TunnelMultiplexer(role: .client, output: output, eventLoop: loop, logger: logger)
-guard let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "example.com", port: 443)), endpoint: endpoint, completion: { _ in }) else {
+guard let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "example.com", port: 443)), endpoint: { _ in .tcp(endpoint) }, completion: { _ in }) else {
     print("the multiplexer refused the benchmark's flow")
     exit(1)
 }

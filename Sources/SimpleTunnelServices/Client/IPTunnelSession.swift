@@ -212,21 +212,22 @@ public final class IPTunnelSession: Sendable {
     ) async throws -> [String: PropertyListValue] {
         let promise = tunnel.eventLoop.makePromise(of: [String: PropertyListValue].self)
         tunnel.eventLoop.execute {
-            let endpoint = DeviceFlowEndpoint(link: link.value)
-            let multiplexer = tunnel.multiplexer
+            var made: DeviceFlowEndpoint?
             let offer = options.offerSuperPackets && link.value.device.takesSuperPackets
-            let identifier = multiplexer.openFlow(.ip(offersSuperPackets: offer), endpoint: endpoint) { result in
+            tunnel.multiplexer.openFlow(.ip(offersSuperPackets: offer)) { reporter in
+                let endpoint = DeviceFlowEndpoint(link: link.value, reporter: reporter)
+                made = endpoint
+                return .ip(endpoint)
+            } completion: { result in
                 switch result {
                 case .success(let configuration):
                     // Agreed only when offered: a server that names them unasked gets none.
-                    endpoint.superPackets = offer && (configuration?[IPFlowConfigurationKey.superPackets]?.integerValue ?? 0) != 0
-                    endpoint.attach(sink: multiplexer)
+                    made?.attach(superPackets: offer && (configuration?[IPFlowConfigurationKey.superPackets]?.integerValue ?? 0) != 0)
                     promise.succeed(configuration ?? [:])
                 case .failure(let failure):
                     promise.fail(IPTunnelError(refusal: failure.result))
                 }
             }
-            endpoint.identifier = identifier ?? 0
         }
         return try await promise.futureResult.get()
     }
@@ -309,21 +310,23 @@ final class DeviceLink {
 }
 
 /// One tunnel's IP flow, with the device as its local end. Only IPv4 and IPv6 pass.
-final class DeviceFlowEndpoint: FlowEndpoint {
+final class DeviceFlowEndpoint: PacketFlowEndpoint {
     private let link: DeviceLink
     private weak var sink: FlowEventSink?
-    var identifier: TunnelConnectionIdentifier = 0
-    /// Both ends agreed to carry super-packets whole (PROTOCOL.md B8).
-    var superPackets = false
+    let identifier: TunnelConnectionIdentifier
+    /// Both ends agreed to carry super-packets whole (PROTOCOL.md B8); known once the flow is open.
+    private(set) var superPackets = false
     private let allocator = ByteBufferAllocator()
 
-    init(link: DeviceLink) {
+    init(link: DeviceLink, reporter: FlowReporter) {
         self.link = link
+        self.sink = reporter.sink
+        self.identifier = reporter.identifier
     }
 
     /// The flow is open: from now on the device's packets go to it.
-    func attach(sink: FlowEventSink) {
-        self.sink = sink
+    func attach(superPackets: Bool) {
+        self.superPackets = superPackets
         link.endpoint = self
     }
 
@@ -351,11 +354,6 @@ final class DeviceFlowEndpoint: FlowEndpoint {
             link.endpoint = nil
         }
     }
-
-    func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) {}
-    func flush() {}
-    func setReading(_ enabled: Bool) {}
-    func shutdownOutput() {}
 }
 
 public struct IPTunnelError: Error, CustomStringConvertible {

@@ -16,9 +16,7 @@ public enum TCPPortForwarder {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try FlowSocketOptions.apply(to: channel)
-                    let endpoint = StreamFlowEndpoint()
-                    try channel.pipeline.syncOperations.addHandler(endpoint)
-                    openFlow(for: endpoint, channel: channel, destination: destination, tunnel: tunnel, logger: logger)
+                    openFlow(for: channel, destination: destination, tunnel: tunnel, logger: logger)
                 }
             }
             .bind(host: bindHost, port: bindPort)
@@ -29,10 +27,10 @@ public enum TCPPortForwarder {
         return forwarder
     }
 
-    /// Opens the flow for an accepted connection; closes the connection if the server refuses.
+    /// Opens the flow for an accepted connection, whose handler is made for
+    /// the flow; closes the connection if there is no tunnel or the server refuses.
     static func openFlow(
-        for endpoint: StreamFlowEndpoint,
-        channel: Channel,
+        for channel: Channel,
         destination: TunnelEndpoint,
         tunnel: any TunnelMultiplexerProvider,
         logger: Logger
@@ -43,15 +41,16 @@ public enum TCPPortForwarder {
             channel.close(promise: nil)
             return
         }
-        endpoint.sink = multiplexer
-        let identifier = multiplexer.openFlow(.tcp(destination), endpoint: endpoint) { result in
+        let identifier = multiplexer.openFlow(.tcp(destination)) { reporter in
+            let endpoint = StreamFlowEndpoint(reporter: reporter)
+            try channel.pipeline.syncOperations.addHandler(endpoint)
+            return .tcp(endpoint)
+        } completion: { result in
             if case .failure(let failure) = result {
                 logger.notice("forwarded connection refused", metadata: ["client": "\(peer)", "destination": "\(destination)", "reason": "\(failure)"])
             }
         }
-        if let identifier {
-            endpoint.identifier = identifier
-        } else {
+        if identifier == nil {
             channel.close(promise: nil)
         }
     }

@@ -58,20 +58,21 @@ final class UDPForwardHandler: ChannelInboundHandler {
             // No tunnel while reconnecting: dropped, as a network would.
             return
         }
-        let flow = UDPSourceFlow(source: source, destination: destination, channel: context.channel) { [weak self] in
-            self?.flows[source] = nil
-        }
-        flows[source] = flow
-        flow.received(envelope.data)
-        flow.identifier = multiplexer.openFlow(.udp, endpoint: flow) { [logger, destination] result in
-            switch result {
-            case .success:
-                flow.opened(sink: multiplexer)
-            case .failure(let failure):
+        var made: UDPSourceFlow?
+        multiplexer.openFlow(.udp) { [destination, channel = context.channel] reporter in
+            let flow = UDPSourceFlow(reporter: reporter, source: source, destination: destination, channel: channel) { [weak self] in
+                self?.flows[source] = nil
+            }
+            made = flow
+            return .udp(flow)
+        } completion: { [logger, destination] result in
+            if case .failure(let failure) = result {
                 logger.notice("UDP flow refused", metadata: ["source": "\(TunnelEndpoint(source))", "destination": "\(destination)", "reason": "\(failure)"])
-                flow.close()
             }
         }
+        guard let flow = made else { return }
+        flows[source] = flow
+        flow.received(envelope.data)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -86,21 +87,24 @@ final class UDPForwardHandler: ChannelInboundHandler {
     }
 }
 
-/// One local source's UDP flow: datagrams wait here until the server opens it.
-final class UDPSourceFlow: FlowEndpoint {
+/// One local source's UDP flow. One socket serves every source, so a flow
+/// that must not read (not open yet, or its queue full) keeps a few datagrams
+/// until it may, and drops the rest, as a network would.
+final class UDPSourceFlow: DataFlowEndpoint {
     let source: SocketAddress
     let destination: TunnelEndpoint
-    var identifier: TunnelConnectionIdentifier?
+    private let reporter: FlowReporter
     private let channel: Channel
     private let onClose: () -> Void
-    private weak var sink: FlowEventSink?
+    private var reading = false
     private var waiting: [ByteBuffer] = []
     private var closed = false
 
-    /// Datagrams kept while the flow opens; more are dropped, as a network would.
+    /// Datagrams kept while the flow may not read.
     static let maximumWaiting = 64
 
-    init(source: SocketAddress, destination: TunnelEndpoint, channel: Channel, onClose: @escaping () -> Void) {
+    init(reporter: FlowReporter, source: SocketAddress, destination: TunnelEndpoint, channel: Channel, onClose: @escaping () -> Void) {
+        self.reporter = reporter
         self.source = source
         self.destination = destination
         self.channel = channel
@@ -109,19 +113,18 @@ final class UDPSourceFlow: FlowEndpoint {
 
     func received(_ datagram: ByteBuffer) {
         guard !closed else { return }
-        if let sink, let identifier {
-            sink.flow(identifier, didRead: datagram, from: destination)
+        if reading {
+            reporter.didRead(datagram, from: destination)
         } else if waiting.count < Self.maximumWaiting {
             waiting.append(datagram)
         }
     }
 
-    func opened(sink: FlowEventSink) {
-        self.sink = sink
-        let datagrams = waiting
-        waiting.removeAll()
-        for datagram in datagrams {
-            received(datagram)
+    func setReading(_ enabled: Bool) {
+        reading = enabled
+        // What waited goes first, in order, for as long as the flow may read.
+        while reading, !closed, !waiting.isEmpty {
+            reporter.didRead(waiting.removeFirst(), from: destination)
         }
     }
 
@@ -132,11 +135,6 @@ final class UDPSourceFlow: FlowEndpoint {
     func flush() {
         channel.flush()
     }
-
-    /// One socket serves every source: the kernel drops what overflows.
-    func setReading(_ enabled: Bool) {}
-
-    func shutdownOutput() {}
 
     func close() {
         guard !closed else { return }

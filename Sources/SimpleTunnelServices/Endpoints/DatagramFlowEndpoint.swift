@@ -7,9 +7,8 @@ import NIOPosix
 /// destination; each datagram that comes back is reported with its source.
 /// Names are resolved per destination (and remembered briefly); destinations
 /// the policy refuses are dropped and logged.
-public final class DatagramFlowEndpoint: FlowEndpoint {
-    private let identifier: TunnelConnectionIdentifier
-    private weak var sink: FlowEventSink?
+public final class DatagramFlowEndpoint: DataFlowEndpoint {
+    private let reporter: FlowReporter
     private let eventLoop: EventLoop
     private let resolver: any NameResolver
     private let authorizer: any DestinationAuthorizer
@@ -32,16 +31,14 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
     }
 
     init(
-        identifier: TunnelConnectionIdentifier,
-        sink: FlowEventSink,
+        reporter: FlowReporter,
         eventLoop: EventLoop,
         resolver: any NameResolver,
         authorizer: any DestinationAuthorizer,
         sockets: FlowSocketAccount? = nil,
         logger: Logger
     ) {
-        self.identifier = identifier
-        self.sink = sink
+        self.reporter = reporter
         self.eventLoop = eventLoop
         self.resolver = resolver
         self.authorizer = authorizer
@@ -49,7 +46,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         self.logger = logger
     }
 
-    // MARK: FlowEndpoint
+    // MARK: DataFlowEndpoint
 
     public func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) {
         guard !closed, let destination else { return }
@@ -109,9 +106,6 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         }
     }
 
-    /// A datagram flow has no stream to end; its socket stays until the flow closes.
-    public func shutdownOutput() {}
-
     public func close() {
         guard !closed else { return }
         closed = true
@@ -154,7 +148,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
         }
         let socket = DatagramSocket()
         sockets[family] = socket
-        let gate = DatagramReadGate(identifier: identifier, sink: sink, reading: readingEnabled)
+        let gate = DatagramReadGate(reporter: reporter, reading: readingEnabled)
         socket.gate = gate
         let boundGate = NIOLoopBound(gate, eventLoop: eventLoop)
         DatagramBootstrap(group: eventLoop).readingWholeDatagrams()
@@ -182,7 +176,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
                     channel.flush()
                 case .failure(let error):
                     ticket?.release()
-                    self.logger.notice("cannot bind a UDP socket", metadata: ["flow": "\(self.identifier)", "reason": "\(error)"])
+                    self.logger.notice("cannot bind a UDP socket", metadata: ["flow": "\(self.reporter.identifier)", "reason": "\(error)"])
                     socket.waiting.removeAll()
                     // Forgotten, so the next datagram of this family tries again instead of waiting forever.
                     if self.sockets[family] === socket { self.sockets[family] = nil }
@@ -193,7 +187,7 @@ public final class DatagramFlowEndpoint: FlowEndpoint {
 
     private func drop(_ destination: TunnelEndpoint, reason: String, count: Int = 1) {
         guard let unlogged = dropLog.admit() else { return }
-        var metadata: Logger.Metadata = ["flow": "\(identifier)", "destination": "\(destination)", "reason": "\(reason)"]
+        var metadata: Logger.Metadata = ["flow": "\(reporter.identifier)", "destination": "\(destination)", "reason": "\(reason)"]
         if count != 1 {
             metadata["datagrams"] = "\(count)"
         }
@@ -216,15 +210,13 @@ final class DatagramReadGate: ChannelDuplexHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     typealias OutboundIn = AddressedEnvelope<ByteBuffer>
 
-    private let identifier: TunnelConnectionIdentifier
-    private weak var sink: FlowEventSink?
+    private let reporter: FlowReporter
     private var reading: Bool
     private var readPending = false
     private var context: ChannelHandlerContext?
 
-    init(identifier: TunnelConnectionIdentifier, sink: FlowEventSink?, reading: Bool) {
-        self.identifier = identifier
-        self.sink = sink
+    init(reporter: FlowReporter, reading: Bool) {
+        self.reporter = reporter
         self.reading = reading
     }
 
@@ -254,7 +246,7 @@ final class DatagramReadGate: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        sink?.flow(identifier, didRead: envelope.data, from: TunnelEndpoint(envelope.remoteAddress))
+        reporter.didRead(envelope.data, from: TunnelEndpoint(envelope.remoteAddress))
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

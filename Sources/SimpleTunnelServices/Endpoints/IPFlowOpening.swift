@@ -8,7 +8,7 @@ import NIOCore
 /// client's `open` offered to carry super-packets whole (PROTOCOL.md B8).
 public protocol IPFlowOpening {
     func openIPFlow(
-        identifier: TunnelConnectionIdentifier, offersSuperPackets: Bool, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger,
+        reporter: FlowReporter, offersSuperPackets: Bool, eventLoop: EventLoop, logger: Logger,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     )
 }

@@ -43,30 +43,28 @@ public final class ServerFlowOpener: FlowOpener {
 
     public func open(
         _ request: TunnelOpenRequest,
-        identifier: TunnelConnectionIdentifier,
-        sink: FlowEventSink,
+        reporter: FlowReporter,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         switch request {
         case .tcp(let destination):
-            connect(to: destination, identifier: identifier, sink: sink, completion: completion)
+            connect(to: destination, reporter: reporter, completion: completion)
         case .udp:
             // Its sockets are bound (and counted) on first use; refused now if none could be.
             if let refusal = sockets.refusal() {
                 return refuse(refusal, completion: completion)
             }
             let endpoint = DatagramFlowEndpoint(
-                identifier: identifier, sink: sink, eventLoop: eventLoop,
+                reporter: reporter, eventLoop: eventLoop,
                 resolver: settings.resolver, authorizer: settings.authorizer, sockets: sockets, logger: logger
             )
-            completion(.success(OpenedFlow(endpoint: endpoint)))
+            completion(.success(OpenedFlow(endpoint: .udp(endpoint))))
         case .ip(let offersSuperPackets):
             guard let ipFlows else {
                 return completion(.failure(FlowOpenFailure(.internalError, "the IP layer is off on this server")))
             }
             ipFlows.openIPFlow(
-                identifier: identifier, offersSuperPackets: offersSuperPackets, sink: sink, eventLoop: eventLoop, logger: logger,
-                completion: completion)
+                reporter: reporter, offersSuperPackets: offersSuperPackets, eventLoop: eventLoop, logger: logger, completion: completion)
         }
     }
 
@@ -85,8 +83,7 @@ public final class ServerFlowOpener: FlowOpener {
 
     private func connect(
         to destination: TunnelEndpoint,
-        identifier: TunnelConnectionIdentifier,
-        sink: FlowEventSink,
+        reporter: FlowReporter,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         if let refusal = settings.authorizer.refusal(forHost: destination.host, port: destination.port) {
@@ -121,7 +118,7 @@ public final class ServerFlowOpener: FlowOpener {
                         return completion(.failure(FlowOpenFailure(.refused, refusals.first ?? "not allowed by policy", detail: .notAllowedByPolicy)))
                     }
                     attempt(
-                        Array(allowed.prefix(settings.maximumConnectAttempts))[...], failures: [], identifier: identifier, sink: sink, ticket: ticket,
+                        Array(allowed.prefix(settings.maximumConnectAttempts))[...], failures: [], reporter: reporter, ticket: ticket,
                         completion: completion)
                 }
             }
@@ -132,15 +129,14 @@ public final class ServerFlowOpener: FlowOpener {
     private func attempt(
         _ addresses: ArraySlice<SocketAddress>,
         failures: [FlowOpenFailure],
-        identifier: TunnelConnectionIdentifier,
-        sink: FlowEventSink,
+        reporter: FlowReporter,
         ticket: FlowSocketTicket,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         guard let address = addresses.first else {
             return completion(.failure(Self.mostTelling(failures)))
         }
-        let endpoint = StreamFlowEndpoint(identifier: identifier, sink: sink, drainTimeout: settings.drainTimeout)
+        let endpoint = StreamFlowEndpoint(reporter: reporter, drainTimeout: settings.drainTimeout)
         // The connection lives on the tunnel's event loop, where the handler was made.
         let boundEndpoint = NIOLoopBound(endpoint, eventLoop: eventLoop)
         ClientBootstrap(group: eventLoop)
@@ -157,12 +153,12 @@ public final class ServerFlowOpener: FlowOpener {
                 switch result {
                 case .success(let channel):
                     ticket.release(whenClosed: channel)
-                    completion(.success(OpenedFlow(endpoint: endpoint)))
+                    completion(.success(OpenedFlow(endpoint: .tcp(endpoint))))
                 case .failure(let error):
                     let failure = Self.classify(error, address: address)
-                    logger.debug("connect attempt failed", metadata: ["flow": "\(identifier)", "reason": "\(failure.reason)"])
+                    logger.debug("connect attempt failed", metadata: ["flow": "\(reporter.identifier)", "reason": "\(failure.reason)"])
                     attempt(
-                        addresses.dropFirst(), failures: failures + [failure], identifier: identifier, sink: sink, ticket: ticket,
+                        addresses.dropFirst(), failures: failures + [failure], reporter: reporter, ticket: ticket,
                         completion: completion)
                 }
             }

@@ -10,7 +10,7 @@ import Glibc
 ///
 /// The channel must allow remote half-closure, so that a FIN from the local
 /// application arrives as `inputClosed` and the other direction keeps working.
-public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
+public final class StreamFlowEndpoint: ChannelDuplexHandler, TCPFlowEndpoint {
     /// For a flow's socket: roomy enough that a destination reading at full
     /// speed does not flip writability (and so `suspend`/`resume`) constantly.
     public static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
@@ -25,9 +25,8 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     public typealias OutboundIn = ByteBuffer
     public typealias OutboundOut = ByteBuffer
 
-    /// Set once the flow's identifier is known (a client learns it when it opens).
-    public var identifier: TunnelConnectionIdentifier = 0
-    public weak var sink: FlowEventSink?
+    /// Nil once detached: the identifier may name another flow by then.
+    private var reporter: FlowReporter?
 
     private var context: ChannelHandlerContext?
     private var readingEnabled = false
@@ -41,13 +40,12 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     /// Set by `detach`: run once the socket has closed.
     private var whenClosed: (() -> Void)?
 
-    public init(identifier: TunnelConnectionIdentifier = 0, sink: FlowEventSink? = nil, drainTimeout: TimeAmount = defaultDrainTimeout) {
-        self.identifier = identifier
-        self.sink = sink
+    public init(reporter: FlowReporter, drainTimeout: TimeAmount = defaultDrainTimeout) {
+        self.reporter = reporter
         self.drainTimeout = drainTimeout
     }
 
-    // MARK: FlowEndpoint
+    // MARK: TCPFlowEndpoint
 
     public func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) {
         guard let context else { return }
@@ -111,7 +109,7 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     }
 
     public func detach(whenClosed closed: @escaping () -> Void) {
-        sink = nil
+        reporter = nil
         if socketClosed || context == nil {
             closed()
         } else {
@@ -160,19 +158,19 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        sink?.flow(identifier, didRead: unwrapInboundIn(data), from: nil)
+        reporter?.didRead(unwrapInboundIn(data), from: nil)
     }
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case ChannelEvent.inputClosed = event {
             inputClosed = true
-            sink?.flowDidReadEndOfFile(identifier)
+            reporter?.didReadEndOfFile()
         }
         context.fireUserInboundEventTriggered(event)
     }
 
     public func channelWritabilityChanged(context: ChannelHandlerContext) {
-        sink?.flow(identifier, writabilityChanged: context.channel.isWritable)
+        reporter?.writabilityChanged(context.channel.isWritable)
         context.fireChannelWritabilityChanged()
     }
 
@@ -184,7 +182,7 @@ public final class StreamFlowEndpoint: ChannelDuplexHandler, FlowEndpoint {
             self.whenClosed = nil
             whenClosed()
         }
-        sink?.flowDidClose(identifier)
+        reporter?.didClose()
         context.fireChannelInactive()
     }
 

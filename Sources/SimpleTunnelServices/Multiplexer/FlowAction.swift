@@ -28,8 +28,9 @@ enum FlowAction {
     case endFailedOpen(answer: FlowOpenFailure?)
     /// Server: a second `open` for an identifier whose flow still runs: answer it, keep the flow.
     case refuseDuplicateOpen
-    /// Client: the open's completion succeeds with the server's configuration.
-    case completeOpen([String: PropertyListValue]?)
+    /// Client: the open's completion succeeds with the server's configuration, then
+    /// the socket gets its FIN if the peer ended its stream before answering.
+    case completeOpen([String: PropertyListValue]?, shutdownLocalOutput: Bool)
     /// Client: the open's completion fails, and the flow is forgotten.
     case failPendingOpen(FlowOpenFailure)
     /// Forget the flow and close its socket: after what was written (peer or

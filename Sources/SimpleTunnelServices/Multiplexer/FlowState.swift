@@ -1,6 +1,7 @@
 import NIOCore
 
-/// One logical connection's whole state, free of I/O: where it is in its life
+/// One TCP or UDP flow's whole state, free of I/O (an IP flow has its own,
+/// `IPFlowState`): where it is in its life
 /// and, carried by that phase, which of its two streams still run (PROTOCOL.md
 /// A4 "Half-close"); what waits to go to the peer, and its flow control.
 ///
@@ -59,6 +60,7 @@ struct FlowState {
     private let limits: Limits
 
     private init(kind: Kind, phase: Phase, limits: Limits, now: NIODeadline) {
+        assert(kind != .ip, "an IP flow has its own machine, IPFlowState")
         self.kind = kind
         self.phase = phase
         self.limits = limits
@@ -175,7 +177,9 @@ struct FlowState {
                 return .failPendingOpen(FlowOpenFailure(result, "the server answered \(result)\(detail.map { ", \($0)" } ?? "")", detail: detail))
             }
             phase = .open(running: running)
-            return .completeOpen(configuration)
+            // A `close(write)` that came before the answer ends the socket's output only now: a
+            // SOCKS client must get its reply before the FIN.
+            return .completeOpen(configuration, shutdownLocalOutput: !running.contains(.receiving))
         case .open:
             // A second answer: harmless, ignored.
             return .none
@@ -223,16 +227,6 @@ struct FlowState {
         lastActivity = now
         queue.appendData(data, source: source)
         updateQueueWatermarks()
-        return .none
-    }
-
-    /// Packets read from an IP flow's device. It cannot be paused per client:
-    /// beyond the high watermark packets are dropped, as a congested router
-    /// would, and TCP inside the tunnel slows down.
-    mutating func readPackets(_ packets: [TunnelPacket], now: NIODeadline) -> FlowAction {
-        guard isOpen, kind == .ip, queue.bufferedBytes < limits.queue.high else { return .drop }
-        lastActivity = now
-        queue.appendPackets(packets)
         return .none
     }
 

@@ -2,14 +2,15 @@ import Logging
 import NIOCore
 
 extension TunnelMultiplexer {
-    /// Asks the server to open a flow for a local endpoint. A TCP flow's
-    /// endpoint is read at once (early data, PROTOCOL.md A6); others once the
-    /// server answers. `completion` gets the configuration an IP flow carries,
-    /// or why the open failed. Returns the identifier chosen.
+    /// Asks the server to open a flow for a local end, which `endpoint` makes
+    /// with the flow's identifier and sink before anything is sent. A TCP
+    /// flow's end is read at once (early data, PROTOCOL.md A6); others once
+    /// the server answers. `completion` gets the configuration an IP flow
+    /// carries, or why the open failed. Returns the identifier chosen.
     @discardableResult
     public func openFlow(
         _ request: TunnelOpenRequest,
-        endpoint: FlowEndpoint,
+        endpoint make: (FlowReporter) throws -> LocalFlowEnd,
         completion: @escaping (Result<[String: PropertyListValue]?, FlowOpenFailure>) -> Void
     ) -> TunnelConnectionIdentifier? {
         guard !isClosed else {
@@ -23,20 +24,41 @@ extension TunnelMultiplexer {
         // Identifiers are never reused within a tunnel, so a late answer can't reach a new flow.
         let identifier = client.nextIdentifier
         client.nextIdentifier += 1
+        let end: LocalFlowEnd
+        do {
+            end = try make(FlowReporter(identifier: identifier, sink: self))
+        } catch {
+            completion(.failure(FlowOpenFailure(.internalError, "the local end could not be set up: \(error)")))
+            return nil
+        }
+        let kind = FlowState.Kind(request)
+        assert(end.kind == kind, "a \(end.kind) end for \(request)")
         client.opens[identifier] = completion
         sendControl(.open(identifier: identifier, request: request))
-        addFlow(identifier, .awaitingOpenResult(FlowState.Kind(request), limits: limits.flowLimits, now: .now()), endpoint: endpoint)
+        if kind == .ip {
+            addIPFlow(identifier, .awaitingOpenResult(highWatermark: limits.flowQueueHighWatermark), endpoint: end)
+        } else {
+            addFlow(identifier, .awaitingOpenResult(kind, limits: limits.flowLimits, now: .now()), endpoint: end)
+        }
         return identifier
     }
 
     /// Enters a new flow in the table and reconciles it with its first state.
-    func addFlow(_ identifier: TunnelConnectionIdentifier, _ flow: FlowState, endpoint: FlowEndpoint?) {
-        flows[identifier] = flow
+    func addFlow(_ identifier: TunnelConnectionIdentifier, _ flow: FlowState, endpoint: LocalFlowEnd?) {
+        flows.data[identifier] = flow
         if let endpoint {
-            endpoints[identifier] = EndpointSlot(endpoint: endpoint)
+            endpoints[identifier] = EndpointSlot(end: endpoint)
         }
         if flow.kind == .udp { udp.count += 1 }
         reconcile(identifier)
+    }
+
+    /// Enters a new IP flow in the table (it has nothing to send or read yet).
+    func addIPFlow(_ identifier: TunnelConnectionIdentifier, _ flow: IPFlowState, endpoint: LocalFlowEnd?) {
+        flows.ip[identifier] = flow
+        if let endpoint {
+            endpoints[identifier] = EndpointSlot(end: endpoint)
+        }
     }
 
     /// Asks the server for its configuration (PROTOCOL.md A3, command 9).

@@ -6,11 +6,14 @@ extension TunnelMultiplexer {
     /// (which may forget the flow), then reconciles the flow with its new
     /// state. Every change to a flow's state goes through here. Returns the
     /// action, nil for a flow not (or no longer) known.
+    /// Always inlined: it runs once or twice per message, and left to the
+    /// optimiser's budget it was not, at about 500 instructions a message.
     @discardableResult
+    @inline(__always)
     func transition(_ identifier: TunnelConnectionIdentifier, _ event: (inout FlowState) -> FlowAction) -> FlowAction? {
-        guard let index = flows.index(forKey: identifier) else { return nil }
+        guard let index = flows.data.index(forKey: identifier) else { return nil }
         // In place: reading `flows.values[index]` for the counts would copy the whole flow each time.
-        let (action, queuedChange, earlyChange) = Self.run(event, on: &flows.values[index])
+        let (action, queuedChange, earlyChange) = Self.run(event, on: &flows.data.values[index])
         perform(action, for: identifier)
         account(queued: queuedChange, early: earlyChange)
         reconcile(identifier)
@@ -37,7 +40,7 @@ extension TunnelMultiplexer {
             switch budgets.suspendAllowance.charge(identifier, bytes: payload.readableBytes) {
             case .within, .holdPeer:
                 // Past the allowance a server still keeps what it read (and reads no more: `suspendAllowanceChanged`).
-                endpoints[identifier]?.endpoint.write(payload, to: destination)
+                endpoints[identifier]?.end.data?.write(payload, to: destination)
                 markForFlush(identifier)
                 suspendAllowanceChanged()
             case .abortFlow(let reason):
@@ -61,9 +64,11 @@ extension TunnelMultiplexer {
         case .resumePeer:
             sendControl(.resume(identifier: identifier))
         case .shutdownLocalOutput:
-            endpoints[identifier]?.endpoint.shutdownOutput()
+            shutdownLocalOutput(identifier)
         case .confirmOpen(let early, let configuration, let shutdownLocalOutput):
-            confirmOpen(identifier, early: early, configuration: configuration, shutdownLocalOutput: shutdownLocalOutput)
+            if let kind = flows.data[identifier]?.kind {
+                confirmOpen(identifier, kind: kind, early: early, configuration: configuration, shutdownLocalOutput: shutdownLocalOutput)
+            }
         case .endFailedOpen(let answer):
             if let answer {
                 sendControl(.openResult(identifier: identifier, result: answer.result, detail: answer.detail))
@@ -72,12 +77,15 @@ extension TunnelMultiplexer {
         case .refuseDuplicateOpen:
             counters.metrics?.openResult(.invalidParameter)
             sendControl(.openResult(identifier: identifier, result: .invalidParameter))
-        case .completeOpen(let configuration):
+        case .completeOpen(let configuration, let shutdownLocalOutput):
             counters.statistics.flowsOpened += 1
-            if flows[identifier]?.kind == .udp {
+            if flows.data[identifier]?.kind == .udp {
                 startUDPExpiry()
             }
             client.opens.removeValue(forKey: identifier)?(.success(configuration))
+            if shutdownLocalOutput {
+                self.shutdownLocalOutput(identifier)
+            }
         case .failPendingOpen(let failure):
             failPendingOpen(identifier, failure)
         case .forget(let aborting):
@@ -88,27 +96,33 @@ extension TunnelMultiplexer {
     }
 
     /// Server: the open succeeded; the endpoint is in the table already.
-    private func confirmOpen(
-        _ identifier: TunnelConnectionIdentifier, early: [ByteBuffer], configuration: [String: PropertyListValue]?, shutdownLocalOutput: Bool
+    func confirmOpen(
+        _ identifier: TunnelConnectionIdentifier, kind: TunnelFlowKind, early: [ByteBuffer], configuration: [String: PropertyListValue]?,
+        shutdownLocalOutput: Bool
     ) {
-        let kind = flows[identifier]?.kind
         counters.statistics.flowsOpened += 1
-        if let kind { counters.metrics?.flowOpened(kind) }
+        counters.metrics?.flowOpened(kind)
         counters.metrics?.openResult(.success)
         sendControl(.openResult(identifier: identifier, result: .success, configuration: configuration))
-        if let endpoint = endpoints[identifier]?.endpoint {
+        if let endpoint = endpoints[identifier]?.end.data, !early.isEmpty {
             for data in early {
                 endpoint.write(data, to: nil)
             }
-            if !early.isEmpty {
-                endpoint.flush()
-            }
-            if shutdownLocalOutput {
-                endpoint.shutdownOutput()
-            }
+            endpoint.flush()
+        }
+        if shutdownLocalOutput {
+            self.shutdownLocalOutput(identifier)
         }
         if kind == .udp {
             startUDPExpiry()
+        }
+    }
+
+    /// Ends the peer-to-local stream on the socket. Only a byte stream has
+    /// one to end: a datagram socket just stops getting what the peer sends.
+    private func shutdownLocalOutput(_ identifier: TunnelConnectionIdentifier) {
+        if case .tcp(let endpoint)? = endpoints[identifier]?.end {
+            endpoint.shutdownOutput()
         }
     }
 

@@ -15,7 +15,7 @@ extension TunnelMultiplexer: FlowEventSink {
 
     public func flow(_ identifier: TunnelConnectionIdentifier, didReadPackets packets: [TunnelPacket]) {
         guard !packets.isEmpty else { return }
-        if case .drop? = transition(identifier, { $0.readPackets(packets, now: .now()) }) {
+        if case .drop? = transitionIP(identifier, { $0.readPackets(packets) }) {
             counters.metrics?.packetsDroppedForCongestion(count: packets.count)
         }
     }
@@ -26,7 +26,7 @@ extension TunnelMultiplexer: FlowEventSink {
     }
 
     public func flow(_ identifier: TunnelConnectionIdentifier, writabilityChanged isWritable: Bool) {
-        guard flows[identifier] != nil else { return }
+        guard flows.data[identifier] != nil else { return }
         if isWritable {
             // Drained below its low mark, whether or not a `resume` follows
             // (none after the peer ended its stream): the peer may be read again.
@@ -38,7 +38,7 @@ extension TunnelMultiplexer: FlowEventSink {
 
     public func flowDidClose(_ identifier: TunnelConnectionIdentifier) {
         // A forgotten flow's endpoint reports its close through `detach` instead.
-        guard flows[identifier] != nil else { return }
+        guard flows.data[identifier] != nil else { return }
         logger.trace("local socket closed", metadata: ["flow": "\(identifier)"])
         // The socket is gone: nothing more will be written to or read from it.
         endpoints.removeValue(forKey: identifier)

@@ -33,9 +33,13 @@ extension TunnelMultiplexer {
         case (.data(let identifier, let payload, let endpoint), _):
             receiveData(payload, endpoint: endpoint, for: identifier)
         case (.suspend(let identifier), _):
-            guard transition(identifier, { $0.peerSuspended(true) }) != nil else { return dropUnknown(message) }
+            guard transition(identifier, { $0.peerSuspended(true) }) != nil || transitionIP(identifier, { $0.peerSuspended(true) }) != nil else {
+                return dropUnknown(message)
+            }
         case (.resume(let identifier), _):
-            guard transition(identifier, { $0.peerSuspended(false) }) != nil else { return dropUnknown(message) }
+            guard transition(identifier, { $0.peerSuspended(false) }) != nil || transitionIP(identifier, { $0.peerSuspended(false) }) != nil else {
+                return dropUnknown(message)
+            }
         case (.close(let identifier, let direction), _):
             receiveClose(direction, for: identifier)
         case (.open(let identifier, let request), .server(let opener, _)):
@@ -63,14 +67,9 @@ extension TunnelMultiplexer {
             guard let request = client.authentications.popFirst() else { return dropUnexpected(message) }
             request(.success(result))
         case (.packets(let identifier, let packets), _):
-            guard let flow = flows[identifier], flow.kind == .ip, flow.isOpen, let endpoint = endpoints[identifier]?.endpoint else {
+            guard case .writeLocal? = transitionIP(identifier, { $0.receivePackets(packets) }) else {
                 return dropUnexpected(message)
             }
-            let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
-            counters.statistics.bytesFromPeer += UInt64(bytes)
-            counters.metrics?.bytesFromPeer(bytes)
-            endpoint.writePackets(packets)
-            markForFlush(identifier)
         case (.open, .client), (.openResult, .server), (.authenticate, .client), (.authenticateResult, .server),
             (.dns, .client):
             dropUnexpected(message)
@@ -80,7 +79,7 @@ extension TunnelMultiplexer {
     // MARK: Data
 
     private func receiveData(_ payload: ByteBuffer, endpoint destination: TunnelEndpoint?, for identifier: TunnelConnectionIdentifier) {
-        guard let kind = flows[identifier]?.kind else {
+        guard let kind = flows.data[identifier]?.kind else {
             return dropUnknown(.data(identifier: identifier, payload: ByteBuffer(), endpoint: nil))
         }
         if kind == .udp, case .server = role, destination == nil {
@@ -97,14 +96,22 @@ extension TunnelMultiplexer {
 
     private func receiveClose(_ direction: TunnelConnectionCloseDirection, for identifier: TunnelConnectionIdentifier) {
         // A late close for a flow already gone passes quietly.
-        transition(identifier) { $0.peerClosed(direction) }
+        if transition(identifier, { $0.peerClosed(direction) }) == nil {
+            transitionIP(identifier) { $0.peerClosed(direction) }
+        }
     }
 
     // MARK: Open (server)
 
     private func receiveOpen(_ request: TunnelOpenRequest, for identifier: TunnelConnectionIdentifier, opener: FlowOpener) {
         // Metadata is built only when a line is logged: an open is on every flow's path.
-        if flows[identifier] != nil {
+        if flows.ip[identifier] != nil {
+            // An IP flow never half-closes: its identifier is never the peer's to reuse while it runs.
+            transitionIP(identifier) { $0.peerReopened() }
+            peerNotice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
+            return
+        }
+        if flows.data[identifier] != nil {
             guard case .forget? = transition(identifier, { $0.peerReopened() }) else {
                 peerNotice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
                 return
@@ -119,15 +126,19 @@ extension TunnelMultiplexer {
             sendControl(.openResult(identifier: identifier, result: .refused))
             return
         }
-        addFlow(identifier, .opening(kind, limits: limits.flowLimits, now: .now()), endpoint: nil)
-        opener.open(request, identifier: identifier, sink: self) { [weak self] result in
+        if kind == .ip {
+            addIPFlow(identifier, .opening(highWatermark: limits.flowQueueHighWatermark), endpoint: nil)
+        } else {
+            addFlow(identifier, .opening(kind, limits: limits.flowLimits, now: .now()), endpoint: nil)
+        }
+        opener.open(request, reporter: FlowReporter(identifier: identifier, sink: self)) { [weak self] result in
             self?.openCompleted(identifier, request: request, result: result)
         }
     }
 
     private func openCompleted(_ identifier: TunnelConnectionIdentifier, request: TunnelOpenRequest, result: Result<OpenedFlow, FlowOpenFailure>) {
-        guard !isClosed, flows[identifier] != nil else {
-            if case .success(let opened) = result { opened.endpoint.abort() }
+        guard !isClosed, flows.contains(identifier) else {
+            if case .success(let opened) = result { opened.endpoint.close(aborting: true) {} }
             return
         }
         switch result {
@@ -136,12 +147,17 @@ extension TunnelMultiplexer {
                 "open failed",
                 metadata: ["flow": "\(identifier)", "request": "\(request)", "result": "\(failure.result)", "reason": "\(failure.reason)"])
             counters.metrics?.openResult(failure.result)
-            transition(identifier) { $0.openFailed(failure) }
+            if transition(identifier, { $0.openFailed(failure) }) == nil {
+                transitionIP(identifier) { $0.openFailed(failure) }
+            }
         case .success(let opened):
-            endpoints[identifier] = EndpointSlot(endpoint: opened.endpoint)
+            assert(opened.endpoint.kind == FlowState.Kind(request), "the opener made a \(opened.endpoint.kind) end for \(request)")
+            endpoints[identifier] = EndpointSlot(end: opened.endpoint)
             // Debug, not info: one line per flow costs a busy server more than the flow itself.
             logger.debug("open completed", metadata: ["flow": "\(identifier)", "request": "\(request)"])
-            transition(identifier) { $0.openSucceeded(configuration: opened.configuration) }
+            if transition(identifier, { $0.openSucceeded(configuration: opened.configuration) }) == nil {
+                transitionIP(identifier) { $0.openSucceeded(configuration: opened.configuration) }
+            }
         }
     }
 
@@ -153,14 +169,16 @@ extension TunnelMultiplexer {
         detail: TunnelOpenResultDetail?,
         for identifier: TunnelConnectionIdentifier
     ) {
-        guard flows[identifier] != nil else {
+        guard flows.contains(identifier) else {
             // The local side gave up before the answer: tell the server we are done.
             if result == .success {
                 sendControl(.close(identifier: identifier, direction: .all))
             }
             return
         }
-        transition(identifier) { $0.openResultReceived(result, configuration: configuration, detail: detail) }
+        if transition(identifier, { $0.openResultReceived(result, configuration: configuration, detail: detail) }) == nil {
+            transitionIP(identifier) { $0.openResultReceived(result, configuration: configuration, detail: detail) }
+        }
     }
 
     // MARK: Unexpected

@@ -13,7 +13,7 @@ extension TunnelMultiplexer {
     private func expireIdleUDPFlows() {
         udp.expiry = nil
         let deadline = NIODeadline.now() - limits.udpIdleTimeout
-        let idle = flows.filter { $0.value.kind == .udp && $0.value.isOpen && $0.value.lastActivity < deadline }.keys
+        let idle = flows.data.filter { $0.value.kind == .udp && $0.value.isOpen && $0.value.lastActivity < deadline }.keys
         for identifier in idle {
             abort(identifier, reason: "UDP flow idle for \(limits.udpIdleTimeout)")
         }

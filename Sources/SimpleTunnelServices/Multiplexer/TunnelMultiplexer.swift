@@ -63,9 +63,9 @@ public final class TunnelMultiplexer {
         case client
     }
 
-    /// A flow's local socket and what it was last told.
+    /// A flow's local end and what it was last told.
     struct EndpointSlot {
-        let endpoint: FlowEndpoint
+        let end: LocalFlowEnd
         var reading = false
     }
 
@@ -76,7 +76,7 @@ public final class TunnelMultiplexer {
     /// Where messages go, and who is told whether to read the peer.
     unowned let output: TunnelOutput
 
-    var flows: [TunnelConnectionIdentifier: FlowState] = [:]
+    var flows = FlowTable()
     /// Endpoints of the flows that have one (a server's only once open).
     var endpoints: [TunnelConnectionIdentifier: EndpointSlot] = [:]
     var schedule = TunnelSchedule()
@@ -132,7 +132,7 @@ public final class TunnelMultiplexer {
             var identifiers: [TunnelConnectionIdentifier] = []
             swap(&identifiers, &pending.endpointsToFlush)
             for identifier in identifiers {
-                endpoints[identifier]?.endpoint.flush()
+                endpoints[identifier]?.end.data?.flush()
             }
         }
         drain()
@@ -145,8 +145,11 @@ public final class TunnelMultiplexer {
         isClosed = true
         udp.expiry?.cancel()
         udp.expiry = nil
-        for flow in flows.values where flow.isOpen {
+        for flow in flows.data.values where flow.isOpen {
             counters.metrics?.flowClosed(flow.kind)
+        }
+        for flow in flows.ip.values where flow.isOpen {
+            counters.metrics?.flowClosed(.ip)
         }
         let slots = endpoints.values
         if let server = budgets.server {
@@ -158,7 +161,7 @@ public final class TunnelMultiplexer {
         endpoints.removeAll()
         schedule.removeAll()
         for slot in slots {
-            slot.endpoint.abort()
+            slot.end.close(aborting: true) {}
         }
         client.failAll()
     }
@@ -168,7 +171,7 @@ public final class TunnelMultiplexer {
     /// Brings the flow's endpoint, its place in the schedule and its existence
     /// in line with its state.
     func reconcile(_ identifier: TunnelConnectionIdentifier) {
-        guard let flow = flows[identifier] else { return }
+        guard let flow = flows.data[identifier] else { return }
         if flow.isDone {
             forget(identifier)
             return
@@ -197,12 +200,14 @@ public final class TunnelMultiplexer {
     private func updateReading(_ identifier: TunnelConnectionIdentifier, wanted: Bool) {
         guard let index = endpoints.index(forKey: identifier), endpoints.values[index].reading != wanted else { return }
         endpoints.values[index].reading = wanted
-        endpoints.values[index].endpoint.setReading(wanted)
+        // Out of the table first: an endpoint may report what it held at once, which changes the table.
+        let end = endpoints.values[index].end
+        end.data?.setReading(wanted)
     }
 
     private func updateEveryFlowsReading() {
         let may = budgets.mayReadLocally
-        for (identifier, flow) in flows {
+        for (identifier, flow) in flows.data {
             updateReading(identifier, wanted: flow.wantsReading && may)
         }
     }
@@ -308,13 +313,22 @@ public final class TunnelMultiplexer {
         var wrote = false
         while sent < limits.maximumDataChunk, output.isWritable {
             // `transition` writes what the flow sends.
-            guard case .send(let item)? = transition(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) }) else { break }
-            wrote = true
-            sent += item.payloadBytes
+            switch transition(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) }) {
+            case .send(let item)?:
+                wrote = true
+                sent += item.payloadBytes
+                continue
+            case nil where !wrote:
+                // Not a TCP or UDP flow: found out here, so their turns pay no lookup of their own.
+                return sendIPTurn(of: identifier)
+            default:
+                break
+            }
+            break
         }
-        schedule.turnEnded(identifier, hasMore: flows[identifier]?.hasSomethingToSend ?? false)
+        schedule.turnEnded(identifier, hasMore: flows.data[identifier]?.hasSomethingToSend ?? false)
         // A flow whose last item was its close is done once it has gone.
-        if let flow = flows[identifier], flow.isDone {
+        if let flow = flows.data[identifier], flow.isDone {
             forget(identifier)
         }
         return wrote
@@ -330,24 +344,30 @@ public final class TunnelMultiplexer {
     /// Forgets a flow: its endpoint is closed after what was written to it has
     /// gone, or at once, discarding it, when `aborting`. The endpoint reports
     /// nothing more under the identifier, which may name a new flow at once.
+    // Out of line: it ends a flow's last turn, and inlined there it would weigh on every turn.
+    @inline(never)
     func forget(_ identifier: TunnelConnectionIdentifier, aborting: Bool = false) {
-        guard let flow = flows.removeValue(forKey: identifier) else { return }
-        let slot = endpoints.removeValue(forKey: identifier)
-        account(queued: -flow.queue.bufferedBytes, early: -flow.earlyDataBytes)
-        schedule.remove(identifier)
-        if flow.kind == .udp { udp.count -= 1 }
-        if flow.isOpen {
-            counters.metrics?.flowClosed(flow.kind)
+        let kind: TunnelFlowKind
+        let wasOpen: Bool
+        if let flow = flows.data.removeValue(forKey: identifier) {
+            account(queued: -flow.queue.bufferedBytes, early: -flow.earlyDataBytes)
+            (kind, wasOpen) = (flow.kind, flow.isOpen)
+        } else if let flow = flows.ip.removeValue(forKey: identifier) {
+            account(queued: -flow.queue.bufferedBytes, early: 0)
+            (kind, wasOpen) = (.ip, flow.isOpen)
+        } else {
+            return
         }
-        if let endpoint = slot?.endpoint {
-            let socket = ObjectIdentifier(endpoint)
+        let slot = endpoints.removeValue(forKey: identifier)
+        schedule.remove(identifier)
+        if kind == .udp { udp.count -= 1 }
+        if wasOpen {
+            counters.metrics?.flowClosed(kind)
+        }
+        if let end = slot?.end {
+            let socket = end.object
             budgets.suspendAllowance.flowForgotten(identifier, closingSocket: socket)
-            if aborting {
-                endpoint.abort()
-            } else {
-                endpoint.close()
-            }
-            endpoint.detach { [weak self] in
+            end.close(aborting: aborting) { [weak self] in
                 // After `tunnelClosed` everything charged has been given back already.
                 guard let self, !self.isClosed else { return }
                 self.budgets.suspendAllowance.socketClosed(socket)
@@ -363,7 +383,7 @@ public final class TunnelMultiplexer {
     /// Closes a flow at once and tells the peer: for abuse and expiry. What its
     /// socket still holds is discarded.
     func abort(_ identifier: TunnelConnectionIdentifier, reason: String) {
-        guard flows[identifier] != nil else { return }
+        guard flows.contains(identifier) else { return }
         peerNotice("closing flow", metadata: ["flow": "\(identifier)", "reason": "\(reason)"])
         sendControl(.close(identifier: identifier, direction: .all))
         forget(identifier, aborting: true)

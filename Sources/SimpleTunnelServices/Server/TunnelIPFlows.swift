@@ -8,11 +8,9 @@ struct TunnelIPFlows: IPFlowOpening {
     let peer: TunnelPeer
 
     func openIPFlow(
-        identifier: TunnelConnectionIdentifier, offersSuperPackets: Bool, sink: FlowEventSink, eventLoop: EventLoop, logger: Logger,
+        reporter: FlowReporter, offersSuperPackets: Bool, eventLoop: EventLoop, logger: Logger,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
-        layer.open(
-            identifier: identifier, peer: peer, offersSuperPackets: offersSuperPackets, sink: sink, eventLoop: eventLoop, logger: logger,
-            completion: completion)
+        layer.open(reporter: reporter, peer: peer, offersSuperPackets: offersSuperPackets, eventLoop: eventLoop, logger: logger, completion: completion)
     }
 }

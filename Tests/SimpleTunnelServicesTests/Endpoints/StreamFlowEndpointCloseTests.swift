@@ -16,7 +16,7 @@ struct StreamFlowEndpointCloseTests {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try FlowSocketOptions.apply(to: channel)
-                    try channel.pipeline.syncOperations.addHandler(StreamFlowEndpoint(drainTimeout: drainTimeout))
+                    try channel.pipeline.syncOperations.addHandler(StreamFlowEndpoint(reporter: .unheard, drainTimeout: drainTimeout))
                 }
             }
             .connect(host: "127.0.0.1", port: port)

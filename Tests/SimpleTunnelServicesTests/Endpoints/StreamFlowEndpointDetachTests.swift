@@ -9,7 +9,7 @@ import Testing
 struct StreamFlowEndpointDetachTests {
     @Test func afterDetachNothingReachesTheSinkAndTheCloseIsReportedOnce() throws {
         let sink = RecordingSink()
-        let endpoint = StreamFlowEndpoint(identifier: 42, sink: sink)
+        let endpoint = StreamFlowEndpoint(reporter: FlowReporter(identifier: 42, sink: sink))
         let channel = EmbeddedChannel(handler: endpoint)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         try channel.writeInbound(ByteBuffer(string: "before"))
@@ -27,7 +27,7 @@ struct StreamFlowEndpointDetachTests {
     }
 
     @Test func detachingAClosedSocketReportsAtOnce() throws {
-        let endpoint = StreamFlowEndpoint(identifier: 7, sink: RecordingSink())
+        let endpoint = StreamFlowEndpoint(reporter: FlowReporter(identifier: 7, sink: RecordingSink()))
         let channel = EmbeddedChannel(handler: endpoint)
         _ = try? channel.finish()
         var closed = false

@@ -10,7 +10,7 @@ struct StreamFlowEndpointWriteTests {
     /// in the socket's queue would keep its whole parent buffer resident.
     @Test func bytesThatWaitNoLongerHoldTheBufferTheyCameIn() throws {
         let channel = EmbeddedChannel()
-        let endpoint = StreamFlowEndpoint()
+        let endpoint = StreamFlowEndpoint(reporter: .unheard)
         try channel.pipeline.syncOperations.addHandler(endpoint)
         let received = ByteBuffer(repeating: 7, count: 128 * 1024)
         let data = try #require(received.getSlice(at: 1000, length: 1000))

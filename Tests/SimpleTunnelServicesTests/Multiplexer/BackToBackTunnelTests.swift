@@ -58,7 +58,7 @@ final class BackToBackTunnel {
     /// Opens a client flow for a fresh endpoint and pumps until the server answers.
     func openFlow() throws -> (TunnelConnectionIdentifier, RecordingEndpoint) {
         let endpoint = RecordingEndpoint()
-        let identifier = try #require(try clientMultiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { _ in })
+        let identifier = try #require(try clientMultiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: { _ in .tcp(endpoint) }) { _ in })
         try pump()
         return (identifier, endpoint)
     }
@@ -73,14 +73,14 @@ final class OpeningRecorder: FlowOpener {
 
     func open(
         _ request: TunnelOpenRequest,
-        identifier: TunnelConnectionIdentifier,
-        sink: FlowEventSink,
+        reporter: FlowReporter,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
+        let identifier = reporter.identifier
         let endpoint = RecordingEndpoint()
         endpoint.onWrite = { [weak self] data in self?.deliveries.append((identifier, data.readableBytes)) }
         endpoints[identifier] = endpoint
-        completion(.success(OpenedFlow(endpoint: endpoint)))
+        completion(.success(OpenedFlow(endpoint: .tcp(endpoint))))
     }
 }
 
@@ -124,7 +124,7 @@ struct BackToBackTunnelTests {
         let endpoint = RecordingEndpoint()
         let multiplexer = try tunnel.clientMultiplexer
         var opened = false
-        let identifier = try #require(multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) {
+        let identifier = try #require(multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: { _ in .tcp(endpoint) }) {
             if case .success = $0 { opened = true }
         })
         try tunnel.pump()

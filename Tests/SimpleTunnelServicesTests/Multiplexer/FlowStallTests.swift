@@ -24,7 +24,7 @@ struct FlowStallTests {
         output.capacity = 0
         multiplexer.tunnelWritabilityChanged(false)
         let endpoint = RecordingEndpoint()
-        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { _ in }!
+        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: { _ in .tcp(endpoint) }) { _ in }!
         multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
         loop.run()
         output.capacity = Int.max
@@ -44,7 +44,7 @@ struct FlowStallTests {
         output.capacity = output.written.count
         multiplexer.tunnelWritabilityChanged(false)
         let endpoint = RecordingEndpoint()
-        opener.complete(.success(OpenedFlow(endpoint: endpoint)))
+        opener.complete(.success(OpenedFlow(endpoint: .tcp(endpoint))))
         loop.run()
         output.capacity = Int.max
         multiplexer.tunnelWritabilityChanged(true)
@@ -59,7 +59,7 @@ struct FlowStallTests {
     @Test func aFlowThatReadWhileTheTunnelWasFullIsSentOnceItDrains() {
         let multiplexer = TunnelMultiplexer(role: .client, output: output, eventLoop: loop, logger: Logger(label: "test"))
         let endpoint = RecordingEndpoint()
-        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { _ in }!
+        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: { _ in .tcp(endpoint) }) { _ in }!
         multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
         loop.run()
         output.capacity = output.written.count
@@ -82,10 +82,10 @@ final class DeferredOpener: FlowOpener {
 
     func open(
         _ request: TunnelOpenRequest,
-        identifier: TunnelConnectionIdentifier,
-        sink: FlowEventSink,
+        reporter: FlowReporter,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
+        let identifier = reporter.identifier
         requests.append((identifier, request))
         completions.append(completion)
     }

@@ -50,7 +50,7 @@ extension FlowAction {
         case .confirmOpen(_, _, let shutdown): shutdown ? "confirmOpen(shutdown)" : "confirmOpen"
         case .endFailedOpen(let answer): answer == nil ? "endFailedOpen" : "endFailedOpen(answer)"
         case .refuseDuplicateOpen: "refuseDuplicateOpen"
-        case .completeOpen: "completeOpen"
+        case .completeOpen(_, let shutdown): shutdown ? "completeOpen(shutdown)" : "completeOpen"
         case .failPendingOpen: "failPendingOpen"
         case .forget(let aborting): aborting ? "forget(aborting)" : "forget"
         case .peerFault: "peerFault"
@@ -252,7 +252,7 @@ enum FlowStateTable {
         awaiting(sending)     peerReopen            awaiting(sending)     refuseDuplicateOpen
         awaiting(sending)     openSucceeded         trap
         awaiting(sending)     openFailed            trap
-        awaiting(sending)     openResult(success)   open(sending)         completeOpen
+        awaiting(sending)     openResult(success)   open(sending)         completeOpen(shutdown)
         awaiting(sending)     openResult(refused)   forgotten             failPendingOpen
         awaiting(receiving)   peerData              awaiting(receiving)   drop
         awaiting(receiving)   localData             awaiting(receiving)   drop
@@ -288,7 +288,7 @@ enum FlowStateTable {
         awaiting(none)        peerReopen            awaiting(none)        refuseDuplicateOpen
         awaiting(none)        openSucceeded         trap
         awaiting(none)        openFailed            trap
-        awaiting(none)        openResult(success)   open(none)            completeOpen
+        awaiting(none)        openResult(success)   open(none)            completeOpen(shutdown)
         awaiting(none)        openResult(refused)   forgotten             failPendingOpen
         open(both)            peerData              open(both)            writeLocal
         open(both)            localData             open(both)            none

@@ -27,12 +27,12 @@ struct TunnelBudgetTests {
         for _ in 1...5 {
             let endpoint = RecordingEndpoint()
             destinations.append(endpoint)
-            opener.complete(.success(OpenedFlow(endpoint: endpoint)))
+            opener.complete(.success(OpenedFlow(endpoint: .tcp(endpoint))))
         }
         #expect(!multiplexer.budgets.wantsPeerReads, "600 KiB still held: above half of the budget the peer stays held")
         let sixth = RecordingEndpoint()
         destinations.append(sixth)
-        opener.complete(.success(OpenedFlow(endpoint: sixth)))
+        opener.complete(.success(OpenedFlow(endpoint: .tcp(sixth))))
         #expect(multiplexer.budgets.wantsPeerReads, "400 KiB held, under half of the budget: the peer is read again")
         #expect(destinations.allSatisfy { $0.received.reduce(0) { $0 + $1.readableBytes } == 200 * 1024 })
     }
@@ -44,7 +44,7 @@ struct TunnelBudgetTests {
         var flows: [(TunnelConnectionIdentifier, RecordingEndpoint)] = []
         for _ in 0..<4 {
             let endpoint = RecordingEndpoint()
-            let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { _ in }!
+            let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: { _ in .tcp(endpoint) }) { _ in }!
             multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
             flows.append((identifier, endpoint))
         }
@@ -74,7 +74,7 @@ struct TunnelBudgetTests {
         var flows: [(TunnelConnectionIdentifier, RecordingEndpoint)] = []
         for tunnel in tunnels {
             let endpoint = RecordingEndpoint()
-            let identifier = tunnel.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { _ in }!
+            let identifier = tunnel.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: { _ in .tcp(endpoint) }) { _ in }!
             tunnel.receive(.message(.openResult(identifier: identifier, result: .success)))
             flows.append((identifier, endpoint))
         }

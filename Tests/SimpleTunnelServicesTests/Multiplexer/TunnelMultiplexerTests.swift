@@ -19,7 +19,7 @@ final class RecordingOutput: TunnelOutput {
 }
 
 /// A local socket that records what the multiplexer does to it.
-final class RecordingEndpoint: FlowEndpoint {
+final class RecordingEndpoint: TCPFlowEndpoint {
     var received: [ByteBuffer] = []
     var reading = false
     var outputShut = false
@@ -39,7 +39,7 @@ final class RecordingEndpoint: FlowEndpoint {
         aborted = true
         closed = true
     }
-    func writePackets(_ packets: [TunnelPacket]) {}
+    func detach(whenClosed closed: @escaping () -> Void) { closed() }
 }
 
 @Suite("Multiplexer with fakes")
@@ -54,7 +54,7 @@ struct TunnelMultiplexerTests {
     /// Opens a client flow and answers it with success.
     func openedFlow(_ multiplexer: TunnelMultiplexer) -> (TunnelConnectionIdentifier, RecordingEndpoint) {
         let endpoint = RecordingEndpoint()
-        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) { _ in }!
+        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: { _ in .tcp(endpoint) }) { _ in }!
         multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
         loop.run()
         return (identifier, endpoint)
@@ -65,7 +65,7 @@ struct TunnelMultiplexerTests {
         let endpoint = RecordingEndpoint()
         let destination = TunnelEndpoint(host: "h", port: 1)
         var result: Result<[String: PropertyListValue]?, FlowOpenFailure>?
-        let identifier = multiplexer.openFlow(.tcp(destination), endpoint: endpoint) { result = $0 }!
+        let identifier = multiplexer.openFlow(.tcp(destination), endpoint: { _ in .tcp(endpoint) }) { result = $0 }!
         #expect(endpoint.reading, "a request need not wait for the open result")
         for _ in 0..<5 {
             multiplexer.flow(identifier, didRead: ByteBuffer(repeating: 7, count: 64 * 1024), from: nil)
@@ -95,7 +95,7 @@ struct TunnelMultiplexerTests {
         let multiplexer = clientMultiplexer()
         let endpoint = RecordingEndpoint()
         var failure: FlowOpenFailure?
-        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: endpoint) {
+        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: { _ in .tcp(endpoint) }) {
             if case .failure(let error) = $0 { failure = error }
         }!
         multiplexer.receive(.message(.openResult(identifier: identifier, result: .noSuchHost)))
@@ -175,12 +175,35 @@ struct TunnelMultiplexerTests {
         multiplexer.receive(.message(.close(identifier: identifier, direction: .all)))
     }
 
+    @Test func aCloseOfWriteBeforeTheOpenResultFINsTheSocketOnceTheOpenSucceeds() {
+        let multiplexer = clientMultiplexer()
+        let endpoint = RecordingEndpoint()
+        var opened = false
+        let identifier = multiplexer.openFlow(.tcp(TunnelEndpoint(host: "h", port: 1)), endpoint: { _ in .tcp(endpoint) }) { result in
+            if case .success = result {
+                #expect(!endpoint.outputShut, "the open completes (a SOCKS reply is written) before the FIN")
+                opened = true
+            }
+        }!
+        multiplexer.receive(.message(.close(identifier: identifier, direction: .write)))
+        #expect(!endpoint.outputShut, "no FIN before the open: a SOCKS client still waits for its reply")
+        multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
+        #expect(opened)
+        #expect(endpoint.outputShut, "the peer ended its stream: the local socket must see its end")
+        // The other stream still runs: the local application may go on sending.
+        loop.run()
+        output.written.removeAll()
+        multiplexer.flow(identifier, didRead: ByteBuffer(string: "more"), from: nil)
+        loop.run()
+        #expect(output.written == [.data(identifier: identifier, payload: ByteBuffer(string: "more"))])
+    }
+
     @Test func theTunnelClosingClosesEveryLocalSocketAndFailsWhatWaits() {
         let multiplexer = clientMultiplexer()
         let (_, open) = openedFlow(multiplexer)
         let pending = RecordingEndpoint()
         var failed = false
-        multiplexer.openFlow(.udp, endpoint: pending) { if case .failure = $0 { failed = true } }
+        multiplexer.openFlow(.udp, endpoint: { _ in .udp(pending) }) { if case .failure = $0 { failed = true } }
         var configurationFailed = false
         multiplexer.fetchConfiguration { if case .failure = $0 { configurationFailed = true } }
         multiplexer.tunnelClosed()

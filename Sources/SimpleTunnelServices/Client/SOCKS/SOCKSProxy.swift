@@ -41,15 +41,13 @@ public enum SOCKSProxy {
             return channel.eventLoop.makeSucceededFuture(.failure(.networkUnreachable))
         }
         let promise = channel.eventLoop.makePromise(of: SOCKS5Outcome.self)
-        let endpoint = StreamFlowEndpoint()
-        do {
+        // Refused at once (no room, or no handler), the completion has answered already.
+        multiplexer.openFlow(.tcp(destination)) { reporter in
+            let endpoint = StreamFlowEndpoint(reporter: reporter)
             // In place before the reply, so bytes pipelined after the request reach the flow.
             try channel.pipeline.syncOperations.addHandler(endpoint)
-        } catch {
-            return channel.eventLoop.makeSucceededFuture(.failure(.generalFailure))
-        }
-        endpoint.sink = multiplexer
-        let identifier = multiplexer.openFlow(.tcp(destination), endpoint: endpoint) { result in
+            return .tcp(endpoint)
+        } completion: { result in
             switch result {
             case .success:
                 promise.succeed(.succeeded(boundAddress: channel.localAddress))
@@ -58,9 +56,6 @@ public enum SOCKSProxy {
                 promise.succeed(.failure(failure))
             }
         }
-        if let identifier {
-            endpoint.identifier = identifier
-        }
         return promise.futureResult
     }
 
@@ -68,26 +63,24 @@ public enum SOCKSProxy {
         guard let local = channel.localAddress?.ipAddress, let client = channel.remoteAddress else {
             return channel.eventLoop.makeSucceededFuture(.failure(.generalFailure))
         }
-        let relay = SOCKSUDPRelay(client: client, logger: logger)
-        let boundRelay = NIOLoopBound(relay, eventLoop: channel.eventLoop)
+        // The relay joins the socket once bound, made for its flow; what arrives before is dropped.
         return DatagramBootstrap(group: channel.eventLoop).readingWholeDatagrams()
-            .channelInitializer { udp in
-                udp.eventLoop.makeCompletedFuture {
-                    try udp.pipeline.syncOperations.addHandler(boundRelay.value)
-                }
-            }
             .bind(host: local, port: 0)
             .flatMap { udp -> EventLoopFuture<SOCKS5Outcome> in
                 let promise = channel.eventLoop.makePromise(of: SOCKS5Outcome.self)
-                let relay = boundRelay.value
                 guard let multiplexer = tunnel.currentMultiplexer else {
                     udp.close(promise: nil)
                     return channel.eventLoop.makeSucceededFuture(.failure(.networkUnreachable))
                 }
-                relay.identifier = multiplexer.openFlow(.udp, endpoint: relay) { result in
+                var made: SOCKSUDPRelay?
+                multiplexer.openFlow(.udp) { reporter in
+                    let relay = SOCKSUDPRelay(reporter: reporter, client: client, logger: logger)
+                    try udp.pipeline.syncOperations.addHandler(relay)
+                    made = relay
+                    return .udp(relay)
+                } completion: { result in
                     switch result {
                     case .success:
-                        relay.sink = multiplexer
                         promise.succeed(.succeeded(boundAddress: udp.localAddress))
                     case .failure(let failure):
                         udp.close(promise: nil)
@@ -95,8 +88,11 @@ public enum SOCKSProxy {
                     }
                 }
                 // The association lives as long as the TCP connection that asked for it.
-                channel.closeFuture.whenComplete { _ in
-                    boundRelay.value.associationEnded()
+                if let relay = made {
+                    let boundRelay = NIOLoopBound(relay, eventLoop: channel.eventLoop)
+                    channel.closeFuture.whenComplete { _ in
+                        boundRelay.value.associationEnded()
+                    }
                 }
                 return promise.futureResult
             }
@@ -106,20 +102,22 @@ public enum SOCKSProxy {
 
 /// The UDP side of one SOCKS association: client datagrams (with their SOCKS
 /// header) become the flow's data, each naming its destination; answers come
-/// back wrapped in a header naming their source.
-final class SOCKSUDPRelay: ChannelInboundHandler, FlowEndpoint {
+/// back wrapped in a header naming their source. While the flow may not read
+/// (not open yet, or its queue full) datagrams are dropped, as a network would.
+final class SOCKSUDPRelay: ChannelInboundHandler, DataFlowEndpoint {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     typealias OutboundOut = AddressedEnvelope<ByteBuffer>
 
-    var identifier: TunnelConnectionIdentifier?
-    weak var sink: FlowEventSink?
+    private let reporter: FlowReporter
+    private var reading = false
     /// Only the client that asked for the association may use it.
     private let clientHost: String?
     private var clientAddress: SocketAddress?
     private var context: ChannelHandlerContext?
     private let logger: Logger
 
-    init(client: SocketAddress, logger: Logger) {
+    init(reporter: FlowReporter, client: SocketAddress, logger: Logger) {
+        self.reporter = reporter
         self.clientHost = client.ipAddress
         self.logger = logger
     }
@@ -134,26 +132,25 @@ final class SOCKSUDPRelay: ChannelInboundHandler, FlowEndpoint {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        guard envelope.remoteAddress.ipAddress == clientHost, let sink, let identifier else { return }
+        guard envelope.remoteAddress.ipAddress == clientHost, reading else { return }
         do {
             let datagram = try SOCKS5UDPDatagram(parsing: envelope.data)
             clientAddress = envelope.remoteAddress
-            sink.flow(identifier, didRead: datagram.payload, from: datagram.endpoint)
+            reporter.didRead(datagram.payload, from: datagram.endpoint)
         } catch {
             logger.debug("dropping SOCKS datagram", metadata: ["reason": "\(error)"])
         }
     }
 
+    /// ICMP errors (port unreachable) surface here; the association carries on.
     func errorCaught(context: ChannelHandlerContext, error: Error) {}
 
     func associationEnded() {
-        if let identifier {
-            sink?.flowDidClose(identifier)
-        }
+        reporter.didClose()
         close()
     }
 
-    // MARK: FlowEndpoint
+    // MARK: DataFlowEndpoint
 
     func write(_ data: ByteBuffer, to source: TunnelEndpoint?) {
         guard let context, let clientAddress, let source,
@@ -166,10 +163,9 @@ final class SOCKSUDPRelay: ChannelInboundHandler, FlowEndpoint {
         context?.flush()
     }
 
-    /// The kernel drops what overflows a UDP socket.
-    func setReading(_ enabled: Bool) {}
-
-    func shutdownOutput() {}
+    func setReading(_ enabled: Bool) {
+        reading = enabled
+    }
 
     func close() {
         context?.close(promise: nil)

@@ -33,8 +33,7 @@ public final class ServerIPLayer: Sendable {
     /// that session's tunnel is ended and the address moves to this one at once.
     /// Super-packets are agreed when the client offers them and the device takes them whole.
     func open(
-        identifier: TunnelConnectionIdentifier, peer: TunnelPeer?, offersSuperPackets: Bool = false, sink: FlowEventSink, eventLoop: EventLoop,
-        logger: Logger,
+        reporter: FlowReporter, peer: TunnelPeer?, offersSuperPackets: Bool = false, eventLoop: EventLoop, logger: Logger,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         let client = peer?.identity
@@ -55,7 +54,7 @@ public final class ServerIPLayer: Sendable {
                 logger.notice("leased \(lease.addressesDescription)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
                 let superPackets = offersSuperPackets && router.acceptsSuperPackets
                 let endpoint = ServerIPFlowEndpoint(
-                    identifier: identifier, lease: lease, sink: sink, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer,
+                    reporter: reporter, lease: lease, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer,
                     superPackets: superPackets)
                 if let peer {
                     peer.leased(lease.addressesDescription)
@@ -63,7 +62,7 @@ public final class ServerIPLayer: Sendable {
                 }
                 var answer = currentConfiguration.withLockedValue { $0 }.configuration(forLease: lease.address, ipv6: lease.ipv6Address)
                 if superPackets { answer[IPFlowConfigurationKey.superPackets] = PropertyListValue(1) }
-                completion(.success(OpenedFlow(endpoint: endpoint, configuration: answer)))
+                completion(.success(OpenedFlow(endpoint: .ip(endpoint), configuration: answer)))
             }
         }
     }
@@ -84,7 +83,7 @@ public final class ServerIPLayer: Sendable {
 }
 
 /// The server's end of one client's IP flow: its lease on the router.
-final class ServerIPFlowEndpoint: FlowEndpoint {
+final class ServerIPFlowEndpoint: PacketFlowEndpoint {
     let identifier: TunnelConnectionIdentifier
     let lease: AddressPool.Lease
     private weak var sink: FlowEventSink?
@@ -98,14 +97,14 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
     private let superPackets: Bool
 
     init(
-        identifier: TunnelConnectionIdentifier, lease: AddressPool.Lease, sink: FlowEventSink, layer: ServerIPLayer, eventLoop: EventLoop,
+        reporter: FlowReporter, lease: AddressPool.Lease, layer: ServerIPLayer, eventLoop: EventLoop,
         logger: Logger, client: String?, peer: TunnelPeer? = nil, superPackets: Bool = false
     ) {
-        self.identifier = identifier
+        self.identifier = reporter.identifier
         self.superPackets = superPackets
         self.peer = peer
         self.lease = lease
-        self.sink = sink
+        self.sink = reporter.sink
         self.layer = layer
         self.logger = logger
         self.client = client
@@ -134,10 +133,4 @@ final class ServerIPFlowEndpoint: FlowEndpoint {
         layer.release(lease)
         logger.notice("released \(lease.addressesDescription)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
     }
-
-    // An IP flow carries packets only.
-    func write(_ data: ByteBuffer, to destination: TunnelEndpoint?) {}
-    func flush() {}
-    func setReading(_ enabled: Bool) {}
-    func shutdownOutput() {}
 }

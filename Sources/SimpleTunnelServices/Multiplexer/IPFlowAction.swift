@@ -1,0 +1,24 @@
+import NIOCore
+
+/// What one event of an IP flow asks the multiplexer to do.
+enum IPFlowAction {
+    case none
+    /// Packets with nowhere to go (the flow is not open, its queue is full): dropped, harmless.
+    case drop
+    /// Write the peer's packets to the device.
+    case writeLocal([TunnelPacket])
+    /// Send these packets to the peer: the flow's turn in the tunnel.
+    case send([TunnelPacket])
+    /// Server: answer `success` with the lease's configuration.
+    case confirmOpen(configuration: [String: PropertyListValue]?)
+    /// Server: answer a failed open (nil: the peer gave the flow up), forget the flow.
+    case endFailedOpen(answer: FlowOpenFailure?)
+    /// Server: a second `open` for the identifier of a running flow: answer it, keep the flow.
+    case refuseDuplicateOpen
+    /// Client: the open's completion succeeds with the server's configuration.
+    case completeOpen([String: PropertyListValue]?)
+    /// Client: the open's completion fails, and the flow is forgotten.
+    case failPendingOpen(FlowOpenFailure)
+    /// Forget the flow and close its end (the lease goes back, the device stays).
+    case forget
+}

@@ -1,0 +1,71 @@
+import NIOCore
+
+extension TunnelMultiplexer {
+    /// `transition` for an IP flow: runs one event of its `IPFlowState`,
+    /// performs the action, then reconciles the flow. Returns the action, nil
+    /// for an identifier that names no IP flow.
+    @discardableResult
+    func transitionIP(_ identifier: TunnelConnectionIdentifier, _ event: (inout IPFlowState) -> IPFlowAction) -> IPFlowAction? {
+        guard let index = flows.ip.index(forKey: identifier) else { return nil }
+        let queuedBefore = flows.ip.values[index].queue.bufferedBytes
+        let action = event(&flows.ip.values[index])
+        let queued = flows.ip.values[index].queue.bufferedBytes - queuedBefore
+        perform(action, forIP: identifier)
+        account(queued: queued, early: 0)
+        if let flow = flows.ip[identifier], flow.hasSomethingToSend, schedule.markReady(identifier) {
+            scheduleDrain()
+        }
+        return action
+    }
+
+    /// Carries out what an IP flow's event decided.
+    private func perform(_ action: IPFlowAction, forIP identifier: TunnelConnectionIdentifier) {
+        switch action {
+        case .none, .drop:
+            // Callers that count drops read the returned action.
+            break
+        case .writeLocal(let packets):
+            let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
+            counters.statistics.bytesFromPeer += UInt64(bytes)
+            counters.metrics?.bytesFromPeer(bytes)
+            if case .ip(let endpoint)? = endpoints[identifier]?.end {
+                endpoint.writePackets(packets)
+            }
+        case .send(let packets):
+            countSent(packets.reduce(0) { $0 + $1.bytes.readableBytes })
+            output.write(.packets(identifier: identifier, packets: packets))
+        case .confirmOpen(let configuration):
+            confirmOpen(identifier, kind: .ip, early: [], configuration: configuration, shutdownLocalOutput: false)
+        case .endFailedOpen(let answer):
+            if let answer {
+                sendControl(.openResult(identifier: identifier, result: answer.result, detail: answer.detail))
+            }
+            forget(identifier)
+        case .refuseDuplicateOpen:
+            counters.metrics?.openResult(.invalidParameter)
+            sendControl(.openResult(identifier: identifier, result: .invalidParameter))
+        case .completeOpen(let configuration):
+            counters.statistics.flowsOpened += 1
+            client.opens.removeValue(forKey: identifier)?(.success(configuration))
+        case .failPendingOpen(let failure):
+            failPendingOpen(identifier, failure)
+        case .forget:
+            forget(identifier)
+        }
+    }
+
+    /// An IP flow's turn in the tunnel: up to one quantum of its packets.
+    /// Returns whether anything was written.
+    func sendIPTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
+        var sent = 0
+        var wrote = false
+        while sent < limits.maximumDataChunk, output.isWritable,
+            case .send(let packets)? = transitionIP(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) })
+        {
+            wrote = true
+            sent += packets.reduce(0) { $0 + $1.bytes.readableBytes }
+        }
+        schedule.turnEnded(identifier, hasMore: flows.ip[identifier]?.hasSomethingToSend ?? false)
+        return wrote
+    }
+}
