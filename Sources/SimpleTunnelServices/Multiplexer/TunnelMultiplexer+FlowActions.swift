@@ -70,13 +70,9 @@ extension TunnelMultiplexer {
                 confirmOpen(identifier, kind: kind, early: early, configuration: configuration, shutdownLocalOutput: shutdownLocalOutput)
             }
         case .endFailedOpen(let answer):
-            if let answer {
-                sendControl(.openResult(identifier: identifier, result: answer.result, detail: answer.detail))
-            }
-            forget(identifier)
+            endFailedOpen(identifier, answer: answer)
         case .refuseDuplicateOpen:
-            counters.metrics?.openResult(.invalidParameter)
-            sendControl(.openResult(identifier: identifier, result: .invalidParameter))
+            refuseDuplicateOpen(identifier)
         case .completeOpen(let configuration, let shutdownLocalOutput):
             counters.statistics.flowsOpened += 1
             if flows.data[identifier]?.kind == .udp {
@@ -124,6 +120,21 @@ extension TunnelMultiplexer {
         if case .tcp(let endpoint)? = endpoints[identifier]?.end {
             endpoint.shutdownOutput()
         }
+    }
+
+    /// Server: the open failed, or the peer cancelled it; the answer (when the
+    /// peer waits for one), then the identifier is free again.
+    func endFailedOpen(_ identifier: TunnelConnectionIdentifier, answer: FlowOpenFailure?) {
+        if let answer {
+            sendControl(.openResult(identifier: identifier, result: answer.result, detail: answer.detail))
+        }
+        forget(identifier)
+    }
+
+    /// Server: a second `open` of an identifier in use (PROTOCOL.md A6) is answered 1; the flow stays.
+    func refuseDuplicateOpen(_ identifier: TunnelConnectionIdentifier) {
+        counters.metrics?.openResult(.invalidParameter)
+        sendControl(.openResult(identifier: identifier, result: .invalidParameter))
     }
 
     func failPendingOpen(_ identifier: TunnelConnectionIdentifier, _ failure: FlowOpenFailure) {

@@ -37,13 +37,9 @@ extension TunnelMultiplexer {
         case .confirmOpen(let configuration):
             confirmOpen(identifier, kind: .ip, early: [], configuration: configuration, shutdownLocalOutput: false)
         case .endFailedOpen(let answer):
-            if let answer {
-                sendControl(.openResult(identifier: identifier, result: answer.result, detail: answer.detail))
-            }
-            forget(identifier)
+            endFailedOpen(identifier, answer: answer)
         case .refuseDuplicateOpen:
-            counters.metrics?.openResult(.invalidParameter)
-            sendControl(.openResult(identifier: identifier, result: .invalidParameter))
+            refuseDuplicateOpen(identifier)
         case .completeOpen(let configuration):
             counters.statistics.flowsOpened += 1
             client.opens.removeValue(forKey: identifier)?(.success(configuration))
