@@ -35,7 +35,7 @@ struct ServerControlTests {
 
         let kicked = try await server.ask(.init(type: "kick", login: "alice"))
         #expect(kicked.ok && kicked.ended == 1)
-        #expect(await AdmissionPeers.eventually(timeout: .seconds(1)) { !alice.channel.isActive })
+        #expect(await AdmissionPeers.eventually(timeout: .seconds(10)) { !alice.channel.isActive })
         #expect(await server.echoes(through: oddForward), "the other tunnel carries on")
         let after = try #require(try await server.ask(.init(type: "status")).status)
         #expect(after.tunnels.map(\.login) == [Self.oddLogin])
