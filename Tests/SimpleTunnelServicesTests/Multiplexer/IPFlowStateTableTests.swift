@@ -28,3 +28,42 @@ struct IPFlowStateTableTests {
         }
     }
 }
+
+#if DEBUG
+/// The IP table's "trap" rows, one of each kind: the multiplexer never makes
+/// these calls, and a mistake that did stops the tests. Each starts the test
+/// program again, so only one per kind of mistake.
+@Suite("An IP flow's impossible events", .serialized)
+struct IPFlowStateTrapTests {
+    @Test func openingAClientsFlowTraps() async {
+        await #expect(processExitsWith: .failure) {
+            var flow = IPFlowState.awaitingOpenResult(highWatermark: 4096)
+            IPFlowEvent.openSucceeded.apply(to: &flow)
+        }
+    }
+
+    @Test func failingAnOpenFlowsOpenTraps() async {
+        await #expect(processExitsWith: .failure) {
+            var flow = IPFlowStateTable.reach([.openSucceeded], server: true)
+            IPFlowEvent.openFailed.apply(to: &flow)
+        }
+    }
+
+    @Test func anOpenResultForAServersFlowTraps() async {
+        await #expect(processExitsWith: .failure) {
+            var flow = IPFlowState.opening(highWatermark: 4096)
+            IPFlowEvent.openResultSuccess.apply(to: &flow)
+        }
+    }
+
+    /// The same calls on the states where the table allows them do not trap,
+    /// so the tests above fail for the reason they name.
+    @Test func theSameCallsAreFineWhereTheTableAllowsThem() {
+        #expect(!IPFlowStateTable.traps(state: "opening", event: .openSucceeded))
+        #expect(!IPFlowStateTable.traps(state: "awaiting", event: .openResultSuccess))
+        #expect(IPFlowStateTable.traps(state: "awaiting", event: .openSucceeded))
+        #expect(IPFlowStateTable.traps(state: "open", event: .openFailed))
+        #expect(IPFlowStateTable.traps(state: "opening", event: .openResultSuccess))
+    }
+}
+#endif
