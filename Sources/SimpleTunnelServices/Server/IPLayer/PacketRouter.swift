@@ -52,6 +52,9 @@ public final class PacketRouter: @unchecked Sendable {
         public var policyDropped: UInt64 = 0
         /// Super-packets from a client that did not agree to them.
         public var superPacketsDropped: UInt64 = 0
+        /// Super-packets from the server's own device that could not be cut
+        /// for a client that takes none (the kernel's, so never seen; counted, not lost quietly).
+        public var uncutSuperPacketsDropped: UInt64 = 0
     }
 
     /// The counters, and what is still to be logged of the drops a client causes.
@@ -225,6 +228,10 @@ public final class PacketRouter: @unchecked Sendable {
             let route = batch.route
             var malformed = 0
             let packets = route.superPackets ? batch.packets : SuperPacket.flatten(batch.packets, allocator: allocator, malformed: &malformed)
+            if malformed > 0 {
+                drops.withLockedValue { $0.counters.uncutSuperPacketsDropped += UInt64(malformed) }
+                metrics?.droppedPackets(.uncutSuperPacket, count: malformed)
+            }
             for slice in packets.packetBatches {
                 let packets = Array(slice)
                 route.eventLoop.execute { route.deliver(packets) }

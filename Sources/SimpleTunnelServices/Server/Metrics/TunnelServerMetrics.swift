@@ -26,6 +26,8 @@ public struct TunnelServerMetrics: Sendable {
         case linkScoped = "link_scoped"
         /// A super-packet from a client that did not agree to them (PROTOCOL.md B8).
         case superPacket = "super_packet"
+        /// A super-packet from the server's device that could not be cut for a client that takes none.
+        case uncutSuperPacket = "uncut_super_packet"
     }
 
     public init(factory: MetricsFactory = MetricsSystem.factory) {

@@ -106,4 +106,22 @@ struct SuperPacketNegotiationTests {
         await peer.close()
         await fixture.stop()
     }
+    /// A super-packet the server's device hands over that cannot be cut (its
+    /// IP length no longer matches its bytes) is dropped and counted for a
+    /// client that takes none; the good one beside it still arrives, cut.
+    @Test func aSuperPacketThatCannotBeCutForTheClientIsCountedAndItsNeighbourGoes() async throws {
+        let (fixture, device, layer) = try await Self.start(deviceTakesThem: true)
+        let peer = try await fixture.peer()
+        _ = try await open(peer, offer: false)
+
+        var broken = Self.download()
+        broken.bytes.moveWriterIndex(to: broken.bytes.writerIndex - 1)
+        device.inject([broken, Self.download()])
+        let received = await nextPackets(peer)
+        #expect(received.count == 4, "the good one, cut into its segments")
+        #expect(received.map { Array($0.bytes.readableBytesView) }.allSatisfy(TCPTestChecks.checksumsVerify))
+        #expect(layer.router.counters.uncutSuperPacketsDropped == 1)
+        await peer.close()
+        await fixture.stop()
+    }
 }
