@@ -1,16 +1,13 @@
 extension ServerLimit {
     /// Every server limit (PROTOCOL.md B5, `Examples/tunnel-server.plist`). A new
     /// limit is an entry here, beside its `@Option` and the runtime field it sets.
-    /// Merged in this order: `FlowSockets` comes after the tunnel and flow
-    /// limits its per-tunnel share is taken from.
+    /// Merged in this order, which error messages also list the keys in:
+    /// `FlowSockets` comes after the tunnel and flow limits its share is taken from.
     static let all: [ServerLimit] = [
-        .count("Tunnels", flag: "--max-tunnels", name: "max tunnels", option: \.maximumTunnels, runtime: \.maximumTunnels, live: true),
         .count(
             "FlowsPerTunnel", flag: "--max-flows-per-tunnel", name: "flows per tunnel", option: \.maximumFlowsPerTunnel,
             runtime: \.multiplexerLimits.maximumFlows, live: true),
-        .count(
-            "UDPFlowsPerTunnel", flag: "--max-udp-flows-per-tunnel", name: "UDP flows per tunnel", option: \.maximumUDPFlowsPerTunnel,
-            runtime: \.multiplexerLimits.maximumUDPFlows, live: true),
+        .count("Tunnels", flag: "--max-tunnels", name: "max tunnels", option: \.maximumTunnels, runtime: \.maximumTunnels, live: true),
         .seconds(
             "FirstMessageTimeout", flag: "--first-message-timeout", name: "first message timeout", option: \.firstMessageTimeout,
             runtime: \.firstMessageTimeout, live: true, default: { TunnelServerLaunch.defaultFirstMessageTimeout(plaintext: $0.plaintext) }),
@@ -20,6 +17,10 @@ extension ServerLimit {
         .seconds(
             "UDPIdleTimeout", flag: "--udp-idle-timeout", name: "UDP idle timeout", option: \.udpIdleTimeout,
             runtime: \.multiplexerLimits.udpIdleTimeout, live: true),
+        .count(
+            "UDPFlowsPerTunnel", flag: "--max-udp-flows-per-tunnel", name: "UDP flows per tunnel", option: \.maximumUDPFlowsPerTunnel,
+            runtime: \.multiplexerLimits.maximumUDPFlows, live: true),
+        .flowSockets("FlowSockets", flag: "--max-flow-sockets", name: "flow sockets", option: \.maximumFlowSockets),
         .seconds(
             "FlowDrainTimeout", flag: "--flow-drain-timeout", name: "flow drain timeout", option: \.flowDrainTimeout,
             runtime: \.opener.drainTimeout, live: true),
@@ -30,7 +31,6 @@ extension ServerLimit {
             "EarlyDataMiB", flag: "--early-data-mib", name: "early data buffer", option: \.earlyDataMiB,
             runtime: \.multiplexerLimits.tunnelEarlyDataBudget, live: true),
         .serverBuffer("ServerBufferMiB", flag: "--server-buffer-mib", name: "server buffer", option: \.serverBufferMiB),
-        .flowSockets("FlowSockets", flag: "--max-flow-sockets", name: "flow sockets", option: \.maximumFlowSockets),
         .startups("Startups", flag: "--max-startups", name: "max startups", option: \.startups, runtime: \.startups, live: true),
         .count(
             "StartupsPerAddress", flag: "--max-startups-per-address", name: "startups per address", option: \.startupsPerAddress,

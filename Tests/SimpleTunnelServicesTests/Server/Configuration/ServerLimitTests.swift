@@ -165,6 +165,12 @@ struct ServerLimitTests {
         let capped = try TunnelServerLaunch.prepare(options, resolvConf: nil, openFileLimit: 1000)
         #expect(capped.settings.opener.socketBudget.serverLimit == derived.settings.opener.socketBudget.serverLimit)
         #expect(capped.warnings.contains { $0.hasPrefix("--max-flow-sockets 100000:") }, "\(capped.warnings)")
+        options.maximumFlowSockets = nil
+        options.maximumTunnels = 7
+        let fewerTunnels = try TunnelServerLaunch.prepare(options, resolvConf: nil, openFileLimit: 1000)
+        #expect(
+            fewerTunnels.settings.opener.socketBudget.serverLimit == FlowSocketBudget.serverLimit(openFileLimit: 1000, maximumTunnels: 7),
+            "merged after the tunnel limit it is taken from")
     }
 
     /// The example is documentation: it shows every key, commented out or not,
