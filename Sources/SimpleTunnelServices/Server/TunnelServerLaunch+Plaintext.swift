@@ -33,7 +33,7 @@ extension TunnelServerLaunch {
 
     /// The first-message deadline when neither the flag nor the file sets one.
     static func defaultFirstMessageTimeout(plaintext: Bool) -> Duration {
-        plaintext ? plaintextFirstMessageTimeout : TunnelServerSettings.Limits.defaultFirstMessageTimeout
+        plaintext ? plaintextFirstMessageTimeout : Duration(TunnelServer.Settings().firstMessageTimeout)
     }
 
     /// The plaintext mode the options ask for, nil for TLS; throws when they ask for an unsafe one.

@@ -71,16 +71,11 @@ public struct TunnelServerLaunch: Sendable {
         guard (0...65535).contains(settings.port) else {
             throw TunnelServerLaunchError.invalidOption("--port \(settings.port): expected 0 to 65535 (0 picks a free port)")
         }
-        let limits = server.limits
-        settings.maximumTunnels = try positive(options.maximumTunnels ?? limits.tunnels, "--max-tunnels")
-        settings.multiplexerLimits.maximumFlows = try positive(options.maximumFlowsPerTunnel ?? limits.flowsPerTunnel, "--max-flows-per-tunnel")
-        settings.multiplexerLimits.maximumUDPFlows = try positive(options.maximumUDPFlowsPerTunnel ?? limits.udpFlowsPerTunnel, "--max-udp-flows-per-tunnel")
-        settings.firstMessageTimeout = try seconds(
-            options.firstMessageTimeout, orElse: limits.configuredFirstMessageTimeout ?? Self.defaultFirstMessageTimeout(plaintext: options.plaintext),
-            "--first-message-timeout")
-        settings.opener.connectTimeout = try seconds(options.connectTimeout, orElse: limits.connectTimeout, "--connect-timeout")
-        settings.multiplexerLimits.udpIdleTimeout = try seconds(options.udpIdleTimeout, orElse: limits.udpIdleTimeout, "--udp-idle-timeout")
-        try applyAdmissionLimits(options, limits, to: &settings)
+        // Logins are on with a users file or a database; only then are their limits read.
+        let logins = options.usersPath != nil || (options.databaseURL ?? server.databaseURL) != nil
+        var limits = LimitMerge(settings: settings, logins: logins ? LimitMerge.LoginLimits() : nil, openFileLimit: openFileLimit)
+        try ServerLimit.merge(options, server.limits, into: &limits)
+        settings = limits.settings
         if let idle = options.idleTimeout {
             let amount = try checkedSeconds(idle, "--idle-timeout", allowsZero: true)
             settings.liveness.idleTimeout = amount == .zero ? nil : amount
@@ -88,12 +83,6 @@ public struct TunnelServerLaunch: Sendable {
         let loopback = Self.isLoopback(settings.host)
         // On a public address, clients must not reach the server's own loopback services or the cloud metadata service.
         let policy = loopback ? server.policy : server.policy.withPublicListenerDefaults()
-        try applyBufferBudgets(options, limits, to: &settings)
-        settings.opener.drainTimeout = try seconds(options.flowDrainTimeout, orElse: limits.flowDrainTimeout, "--flow-drain-timeout")
-        let (budget, socketWarning) = try flowSocketBudget(
-            asked: options.maximumFlowSockets ?? limits.flowSockets, openFileLimit: openFileLimit, maximumTunnels: settings.maximumTunnels,
-            maximumFlowsPerTunnel: settings.multiplexerLimits.maximumFlows)
-        settings.opener.socketBudget = budget
         settings.opener.authorizer = loopback ? policy : OwnAddressGuard(policy: policy, ownAddresses: ownAddresses)
         settings.clientConfiguration = configuration.configurationForFetch()
         settings.dns = DNSForwarder(
@@ -115,12 +104,9 @@ public struct TunnelServerLaunch: Sendable {
                     throw TunnelServerLaunchError.invalidOption("--users: \(error)")
                 }
             }
-            var checks = PasswordCheckLimits()
-            checks.concurrent = try positive(options.loginChecks ?? limits.loginChecks, "--max-login-checks")
-            checks.perSource = try positive(options.loginChecksPerAddress ?? limits.loginChecksPerAddress, "--max-login-checks-per-address")
-            let failures = try positive(options.loginFailures ?? limits.loginFailures, "--max-login-failures")
+            let login = limits.logins ?? LimitMerge.LoginLimits()
             settings.authentication = .init(
-                users: users, limiter: LoginRateLimiter(maximumFailures: failures), checker: PasswordChecker(limits: checks))
+                users: users, limiter: LoginRateLimiter(maximumFailures: login.failures), checker: PasswordChecker(limits: login.checks))
         }
         var launch = TunnelServerLaunch(
             settings: settings, configuration: configuration, policy: policy,
@@ -132,7 +118,7 @@ public struct TunnelServerLaunch: Sendable {
         launch.configuration.otherIPv6Keys["MTU"] = PropertyListValue(options.mtu)
         launch.ipLayer = Self.ipLayer(options, configuration: launch.configuration, policy: policy, database: database)
         launch.warnings += Self.refusedDNSServers(configuration, policy: policy)
-        launch.warnings += [socketWarning].compactMap { $0 }
+        launch.warnings += limits.warnings
         launch.warnings += Self.dnsHint(configuration, resolvConf: resolvConf)
         let clientCA = options.clientCAPath ?? server.clientCAPath
         let plaintextMode = try Self.plaintextMode(options, host: settings.host, loopback: loopback)
@@ -213,68 +199,8 @@ public struct TunnelServerLaunch: Sendable {
         }
     }
 
-    /// What the open-file limit leaves for flow sockets, or less if asked;
-    /// with a warning when that is less than the operator expects.
-    private static func flowSocketBudget(
-        asked: Int?, openFileLimit: Int, maximumTunnels: Int, maximumFlowsPerTunnel: Int
-    ) throws -> (FlowSocketBudget, warning: String?) {
-        let left = FlowSocketBudget.serverLimit(openFileLimit: openFileLimit, maximumTunnels: maximumTunnels)
-        let remedy = "raise the hard open-file limit (LimitNOFILE= in a systemd unit, ulimit -Hn) or lower --max-tunnels"
-        var limit = left
-        var warning: String?
-        if let asked {
-            limit = min(try positive(asked, "--max-flow-sockets"), left)
-            if asked > left {
-                warning = "--max-flow-sockets \(asked): the open-file limit of \(openFileLimit) leaves \(left) beside \(maximumTunnels) tunnels, so \(left) it is; \(remedy)"
-            }
-        } else if left < 64 {
-            warning = "the open-file limit of \(openFileLimit) leaves only \(left) flow sockets beside \(maximumTunnels) tunnels; \(remedy)"
-        }
-        let share = FlowSocketBudget.tunnelShare(serverLimit: limit, maximumFlowsPerTunnel: maximumFlowsPerTunnel)
-        return (FlowSocketBudget(serverLimit: limit, tunnelShare: share), warning)
-    }
-
-    /// What tunnels may hold for their clients, alone and together.
-    private static func applyBufferBudgets(
-        _ options: TunnelServerLaunchOptions, _ limits: TunnelServerSettings.Limits, to settings: inout TunnelServer.Settings
-    ) throws {
-        settings.multiplexerLimits.tunnelBufferBudget = try positive(options.tunnelBufferMiB ?? limits.tunnelBufferMiB, "--tunnel-buffer-mib") << 20
-        settings.multiplexerLimits.tunnelEarlyDataBudget = try positive(options.earlyDataMiB ?? limits.earlyDataMiB, "--early-data-mib") << 20
-        if let mebibytes = options.serverBufferMiB ?? limits.serverBufferMiB {
-            settings.bufferBudget = ServerBufferBudget(limit: try positive(mebibytes, "--server-buffer-mib") << 20)
-        }
-    }
-
-    /// Startups (`--max-startups`, `--max-startups-per-address`) and the TLS handshake's deadline.
-    private static func applyAdmissionLimits(
-        _ options: TunnelServerLaunchOptions, _ limits: TunnelServerSettings.Limits, to settings: inout TunnelServer.Settings
-    ) throws {
-        settings.startups = limits.startups
-        if let text = options.startups {
-            do {
-                settings.startups = try StartupsPolicy(parsing: text)
-            } catch {
-                throw TunnelServerLaunchError.invalidOption("--max-startups \(error)")
-            }
-        }
-        settings.startupsPerAddress = try positive(options.startupsPerAddress ?? limits.startupsPerAddress, "--max-startups-per-address")
-        settings.tlsHandshakeTimeout = try seconds(options.tlsHandshakeTimeout, orElse: limits.tlsHandshakeTimeout, "--tls-handshake-timeout")
-    }
-
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || IPAddress(TunnelEndpoint.unbracketed(host))?.isLoopback == true
-    }
-
-    private static func positive(_ value: Int, _ option: String) throws -> Int {
-        guard value > 0 else { throw TunnelServerLaunchError.invalidOption("\(option) \(value): expected a positive number") }
-        return value
-    }
-
-    private static func seconds(_ flag: Duration?, orElse configured: Duration, _ option: String) throws -> TimeAmount {
-        if let flag {
-            return try checkedSeconds(flag, option)
-        }
-        return TimeAmount(configured)
     }
 
     private static func checkedSeconds(_ value: Duration, _ option: String, allowsZero: Bool = false) throws -> TimeAmount {

@@ -29,57 +29,15 @@ extension TunnelServerSettings {
 }
 
 extension TunnelServerSettings.Limits {
-    static let knownKeys = [
-        "FlowsPerTunnel", "Tunnels", "FirstMessageTimeout", "ConnectTimeout", "UDPIdleTimeout", "UDPFlowsPerTunnel", "FlowSockets",
-        "FlowDrainTimeout", "TunnelBufferMiB", "EarlyDataMiB", "ServerBufferMiB",
-        "Startups", "StartupsPerAddress", "TLSHandshakeTimeout", "LoginChecks", "LoginChecksPerAddress", "LoginFailures",
-    ]
-    /// Far above any sensible value, low enough that arithmetic on it cannot overflow.
-    static let maximumCount = 1 << 24
-    /// One day: a longer timeout is a mistake, and the bound keeps `Duration` exact.
-    static let maximumSeconds = 86_400.0
-    /// Largest buffer budget a file may set, in MiB (1 TiB).
-    static let maximumMiB = 1 << 20
+    static var knownKeys: [String] { ServerLimit.all.map(\.key) }
 
+    /// Each key is read as its limit says (`ServerLimit.all`); an unknown one is refused.
     init(_ node: ConfigurationNode) throws(ConfigurationError) {
         let limits = try node.dictionary()
         try limits.rejectUnknownKeys(Self.knownKeys)
         self.init()
-        if let node = limits.optional("FlowsPerTunnel") { flowsPerTunnel = try node.positiveInteger(maximum: Self.maximumCount) }
-        if let node = limits.optional("Tunnels") { tunnels = try node.positiveInteger(maximum: Self.maximumCount) }
-        if let node = limits.optional("FirstMessageTimeout") { firstMessageTimeout = try node.seconds(maximum: Self.maximumSeconds) }
-        if let node = limits.optional("ConnectTimeout") { connectTimeout = try node.seconds(maximum: Self.maximumSeconds) }
-        if let node = limits.optional("UDPIdleTimeout") { udpIdleTimeout = try node.seconds(maximum: Self.maximumSeconds) }
-        if let node = limits.optional("UDPFlowsPerTunnel") {
-            udpFlowsPerTunnel = try node.positiveInteger(maximum: Self.maximumCount)
-        }
-        if let node = limits.optional("FlowSockets") { flowSockets = try node.positiveInteger(maximum: Self.maximumCount) }
-        if let node = limits.optional("FlowDrainTimeout") { flowDrainTimeout = try node.seconds(maximum: Self.maximumSeconds) }
-        if let node = limits.optional("TunnelBufferMiB") { tunnelBufferMiB = try node.positiveInteger(maximum: Self.maximumMiB) }
-        if let node = limits.optional("EarlyDataMiB") { earlyDataMiB = try node.positiveInteger(maximum: Self.maximumMiB) }
-        if let node = limits.optional("ServerBufferMiB") { serverBufferMiB = try node.positiveInteger(maximum: Self.maximumMiB) }
-        if let node = limits.optional("Startups") { startups = try Self.startups(node) }
-        if let node = limits.optional("StartupsPerAddress") { startupsPerAddress = try node.positiveInteger(maximum: Self.maximumCount) }
-        if let node = limits.optional("TLSHandshakeTimeout") { tlsHandshakeTimeout = try node.seconds(maximum: Self.maximumSeconds) }
-        if let node = limits.optional("LoginChecks") { loginChecks = try node.positiveInteger(maximum: Self.maximumCount) }
-        if let node = limits.optional("LoginChecksPerAddress") { loginChecksPerAddress = try node.positiveInteger(maximum: Self.maximumCount) }
-        if let node = limits.optional("LoginFailures") { loginFailures = try node.positiveInteger(maximum: Self.maximumCount) }
-    }
-
-    /// `Startups` as OpenSSH writes MaxStartups ("START:RATE:FULL"), or a single number for FULL.
-    private static func startups(_ node: ConfigurationNode) throws(ConfigurationError) -> StartupsPolicy {
-        let expected = "START:RATE:FULL (such as \"\(StartupsPolicy.default)\") or a number"
-        if case .integer = node.value {
-            let full = try node.positiveInteger(maximum: maximumCount)
-            return StartupsPolicy(uncheckedStart: full, rate: 100, full: full)
-        }
-        let text = try node.string(expected: expected)
-        do throws(StartupsPolicyError) {
-            let policy = try StartupsPolicy(parsing: text)
-            guard policy.full <= maximumCount else { throw .outOfRange(start: policy.start, rate: policy.rate, full: policy.full) }
-            return policy
-        } catch {
-            throw node.invalid(expected: expected, detail: error.description)
+        for limit in ServerLimit.all {
+            if let node = limits.optional(limit.key) { values[limit.key] = try limit.read(node) }
         }
     }
 }

@@ -32,15 +32,17 @@ public struct ServerSettingsReload: Sendable {
         settings.host = kept.host
         settings.port = kept.port
         settings.clientNetworks = kept.clientNetworks
-        settings.bufferBudget = kept.bufferBudget
-        settings.opener.socketBudget = kept.opener.socketBudget
-        settings.dns = kept.dns
+        // The logins themselves (users file or database); `reloadUsers` reads them again.
         settings.authentication = kept.authentication
+        settings.dns = kept.dns
         settings.ipLayer = kept.ipLayer
         settings.metrics = kept.metrics
         settings.startupsRoll = kept.startupsRoll
         settings.refusalLogInterval = kept.refusalLogInterval
         if (kept.tls == nil) != (reread.settings.tls == nil) { settings.tls = kept.tls }
+        for limit in ServerLimit.all where !limit.isLive {
+            limit.keep(kept, &settings)
+        }
         self.settings = settings
         self.policy = reread.policy
         var configuration = reread.configuration
@@ -73,6 +75,10 @@ public struct ServerSettingsReload: Sendable {
         /// For values whose description leaves something out.
         var differs: @Sendable (TunnelServerLaunch, TunnelServerLaunch) -> Bool = { _, _ in false }
 
+        init(limit: ServerLimit) {
+            self.init(name: limit.name, isLive: limit.isLive) { limit.describe($0.settings) }
+        }
+
         init(
             name: String, isLive: Bool, differs: @escaping @Sendable (TunnelServerLaunch, TunnelServerLaunch) -> Bool = { _, _ in false },
             describe: @escaping @Sendable (TunnelServerLaunch) -> String
@@ -84,8 +90,11 @@ public struct ServerSettingsReload: Sendable {
         }
     }
 
-    /// Every setting a reload can find changed. A new setting is added here once.
-    static let aspects: [Aspect] = [
+    /// Every setting a reload can find changed: the ones below, then each limit
+    /// (`ServerLimit.all`). A new setting other than a limit is added here once.
+    static let aspects: [Aspect] = settingAspects + ServerLimit.all.map(Aspect.init(limit:))
+
+    private static let settingAspects: [Aspect] = [
         Aspect(name: "listen address", isLive: false) { $0.settings.host },
         Aspect(name: "listen port", isLive: false) { $0.settings.port == 0 ? "any free port" : "\($0.settings.port)" },
         Aspect(name: "TLS", isLive: false) { $0.settings.tls == nil ? "off (--plaintext)" : "on" },
@@ -96,13 +105,6 @@ public struct ServerSettingsReload: Sendable {
         },
         Aspect(name: "IPv6 pool", isLive: false) { launch in
             launch.configuration.ipv6Pool.map { "\($0.lowerBound)-\($0.upperBound)" } ?? "none"
-        },
-        Aspect(name: "server buffer", isLive: false) { "\($0.settings.bufferBudget.limit >> 20) MiB" },
-        Aspect(name: "flow sockets", isLive: false) { "\($0.settings.opener.socketBudget.serverLimit)" },
-        Aspect(name: "login limits", isLive: false) {
-            guard let authentication = $0.settings.authentication else { return "no logins" }
-            let checks = authentication.checker.limits
-            return "\(checks.concurrent) checks, \(checks.perSource) per address, \(authentication.limiter.maximumFailures) failures"
         },
         Aspect(name: "destination policy", isLive: true) { launch in
             let allow = launch.policy.allowRules.map(\.text), deny = launch.policy.denyRules.map(\.text)
@@ -121,20 +123,7 @@ public struct ServerSettingsReload: Sendable {
                 + (launch.configuration.ipv6Pool == nil ? "" : "IPv6 routes \(launch.configuration.ipv6Routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything"), ")
                 + "DNS \(launch.configuration.dns.map { $0.servers.map(\.description).joined(separator: ", ") } ?? "none")"
         },
-        Aspect(name: "max tunnels", isLive: true) { "\($0.settings.maximumTunnels)" },
-        Aspect(name: "max startups", isLive: true) { "\($0.settings.startups) per address \($0.settings.startupsPerAddress)" },
-        Aspect(name: "flows per tunnel", isLive: true) {
-            "\($0.settings.multiplexerLimits.maximumFlows), UDP \($0.settings.multiplexerLimits.maximumUDPFlows)"
-        },
-        Aspect(name: "tunnel buffers", isLive: true) {
-            "\($0.settings.multiplexerLimits.tunnelBufferBudget >> 20) MiB, early data \($0.settings.multiplexerLimits.tunnelEarlyDataBudget >> 20) MiB"
-        },
-        Aspect(name: "timeouts", isLive: true) { launch in
-            let settings = launch.settings
-            return "first message \(settings.firstMessageTimeout.userSeconds) s, TLS handshake \(settings.tlsHandshakeTimeout.userSeconds) s, "
-                + "connect \(settings.opener.connectTimeout.userSeconds) s, drain \(settings.opener.drainTimeout.userSeconds) s, "
-                + "UDP idle \(settings.multiplexerLimits.udpIdleTimeout.userSeconds) s, "
-                + "idle \(settings.liveness.idleTimeout.map { "\($0.userSeconds) s" } ?? "never")"
-        },
+        // The one timeout without a `Server.Limits` key, so not in `ServerLimit.all`.
+        Aspect(name: "idle timeout", isLive: true) { $0.settings.liveness.idleTimeout.map { "\($0.userSeconds) s" } ?? "never" },
     ]
 }

@@ -14,12 +14,12 @@ struct AdmissionSettingsTests {
             "Startups": .string("5:40:20"), "StartupsPerAddress": 3, "TLSHandshakeTimeout": .real(2.5),
             "LoginChecks": 6, "LoginChecksPerAddress": 1, "LoginFailures": 9,
         ])
-        #expect(limits.startups == (try StartupsPolicy(start: 5, rate: 40, full: 20)))
-        #expect(limits.startupsPerAddress == 3)
-        #expect(limits.tlsHandshakeTimeout == .milliseconds(2500))
-        #expect(limits.loginChecks == 6 && limits.loginChecksPerAddress == 1 && limits.loginFailures == 9)
-        #expect(try Self.limits(["Startups": 50]).startups == (try StartupsPolicy(start: 50, rate: 100, full: 50)))
-        let defaults = try Self.limits([:])
+        #expect(limits["Startups"] == .startups(try StartupsPolicy(start: 5, rate: 40, full: 20)))
+        #expect(limits["StartupsPerAddress"] == .count(3))
+        #expect(limits["TLSHandshakeTimeout"] == .seconds(.milliseconds(2500)))
+        #expect(limits["LoginChecks"] == .count(6) && limits["LoginChecksPerAddress"] == .count(1) && limits["LoginFailures"] == .count(9))
+        #expect(try Self.limits(["Startups": 50])["Startups"] == .startups(try StartupsPolicy(start: 50, rate: 100, full: 50)))
+        let defaults = TunnelServer.Settings()
         #expect(defaults.startups == .default && defaults.startupsPerAddress == 16 && defaults.tlsHandshakeTimeout == .seconds(5))
     }
 

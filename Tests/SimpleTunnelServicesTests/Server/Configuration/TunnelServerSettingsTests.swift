@@ -10,14 +10,19 @@ struct TunnelServerSettingsTests {
         #expect(settings.listenAddress == nil)
         #expect(settings.port == nil)
         #expect(settings.certificatePath == nil)
-        #expect(settings.limits.flowsPerTunnel == 4096)
-        #expect(settings.limits.tunnels == 256)
-        #expect(settings.limits.firstMessageTimeout == .seconds(10))
-        #expect(settings.limits.connectTimeout == .seconds(10))
-        #expect(settings.limits.udpIdleTimeout == .seconds(60))
-        #expect(settings.limits.udpFlowsPerTunnel == 256)
-        #expect(settings.limits.flowSockets == nil)
-        #expect(settings.limits.flowDrainTimeout == .seconds(30))
+        #expect(settings.limits.values.isEmpty, "a key left out is absent, so the flag or the runtime's default applies")
+        let folder = try TemporaryDirectory()
+        var options = TunnelServerLaunchOptions.none
+        options.stateDirectory = folder.path
+        let defaults = try TunnelServerLaunch.prepare(options, resolvConf: nil).settings
+        #expect(defaults.multiplexerLimits.maximumFlows == 4096)
+        #expect(defaults.maximumTunnels == 256)
+        #expect(defaults.firstMessageTimeout == .seconds(10))
+        #expect(defaults.opener.connectTimeout == .seconds(10))
+        #expect(defaults.multiplexerLimits.udpIdleTimeout == .seconds(60))
+        #expect(defaults.multiplexerLimits.maximumUDPFlows == 256)
+        #expect(defaults.opener.drainTimeout == .seconds(30))
+        #expect(defaults.multiplexerLimits.tunnelBufferBudget == 8 << 20 && defaults.multiplexerLimits.tunnelEarlyDataBudget == 4 << 20)
         #expect(settings.policy == .allowAll)
     }
 
@@ -40,13 +45,12 @@ struct TunnelServerSettingsTests {
         #expect(settings.certificatePath == "/etc/tunnel/server.pem")
         #expect(settings.privateKeyPath == "/etc/tunnel/server.key")
         #expect(settings.clientCAPath == "/etc/tunnel/clients.pem")
-        var expected = TunnelServerSettings.Limits(
-            flowsPerTunnel: 100, tunnels: 3, firstMessageTimeout: .milliseconds(250),
-            connectTimeout: .seconds(5), udpIdleTimeout: .seconds(120), udpFlowsPerTunnel: 7, flowSockets: 900, flowDrainTimeout: .milliseconds(2500)
-        )
-        expected.tunnelBufferMiB = 2
-        expected.earlyDataMiB = 1
-        expected.serverBufferMiB = 64
+        let expected: TunnelServerSettings.Limits = [
+            "FlowsPerTunnel": .count(100), "Tunnels": .count(3), "FirstMessageTimeout": .seconds(.milliseconds(250)),
+            "ConnectTimeout": .seconds(.seconds(5)), "UDPIdleTimeout": .seconds(.seconds(120)), "UDPFlowsPerTunnel": .count(7),
+            "FlowSockets": .count(900), "FlowDrainTimeout": .seconds(.milliseconds(2500)),
+            "TunnelBufferMiB": .count(2), "EarlyDataMiB": .count(1), "ServerBufferMiB": .count(64),
+        ]
         #expect(settings.limits == expected)
         #expect(settings.policy == (try DestinationPolicy(allow: ["*.example.com:443"], deny: ["10.0.0.0/8"])))
     }
@@ -55,7 +59,7 @@ struct TunnelServerSettingsTests {
         let limits = try TunnelServerConfiguration(propertyList: SampleConfiguration.withServer([
             "Limits": .dictionary(["Tunnels": 2]),
         ])).server.limits
-        #expect(limits == TunnelServerSettings.Limits(tunnels: 2))
+        #expect(limits == ["Tunnels": .count(2)])
     }
 
     @Test func relativeFilePathsAreRelativeToTheConfigurationFile() throws {

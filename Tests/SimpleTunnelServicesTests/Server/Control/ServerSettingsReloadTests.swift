@@ -60,8 +60,8 @@ struct ServerSettingsReloadTests {
         let applied = reload.applied.joined(separator: "\n")
         #expect(applied.contains("pushed configuration: routes 10.1.0.0/16, DNS 10.9.0.1 → routes 10.2.0.0/16, DNS 10.9.0.53"), "\(applied)")
         #expect(applied.contains("destination policy: allow [*] deny [] → allow [*] deny [10.3.0.0/16]"), "\(applied)")
-        #expect(applied.contains("flows per tunnel: 4096"), "\(applied)")
-        #expect(applied.contains("connect 10 s") && applied.contains("connect 2.5 s"), "\(applied)")
+        #expect(reload.applied.contains("flows per tunnel: 4096 → 77"), "\(applied)")
+        #expect(reload.applied.contains("connect timeout: 10 s → 2.5 s"), "\(applied)")
         #expect(reload.needsRestart == ["IPv4 pool: 10.9.0.2-10.9.0.20 → 10.9.0.2-10.9.0.99"])
 
         // Applied: the new values, except the pool, which stays the running one's.
