@@ -45,7 +45,7 @@ public final class ServerIPLayer: Sendable {
                 completion(.failure(FlowOpenFailure(.refused, "the address pool \(pool.poolDescription) is exhausted")))
             case .success(let lease?):
                 if let replaced = lease.replaced {
-                    logger.notice("a new session of \(client ?? "the client") takes over \(lease.address); ending the old one")
+                    logger.notice("a new session of \(client ?? "the client") takes over \(lease.addressesDescription); ending the old one")
                     endSession(holder: replaced)
                 } else {
                     metrics?.leases.increment()
