@@ -312,16 +312,14 @@ final class DeviceLink {
 /// One tunnel's IP flow, with the device as its local end. Only IPv4 and IPv6 pass.
 final class DeviceFlowEndpoint: PacketFlowEndpoint {
     private let link: DeviceLink
-    private weak var sink: FlowEventSink?
-    let identifier: TunnelConnectionIdentifier
+    private let reporter: FlowReporter
     /// Both ends agreed to carry super-packets whole (PROTOCOL.md B8); known once the flow is open.
     private(set) var superPackets = false
     private let allocator = ByteBufferAllocator()
 
     init(link: DeviceLink, reporter: FlowReporter) {
         self.link = link
-        self.sink = reporter.sink
-        self.identifier = reporter.identifier
+        self.reporter = reporter
     }
 
     /// The flow is open: from now on the device's packets go to it.
@@ -331,15 +329,16 @@ final class DeviceFlowEndpoint: PacketFlowEndpoint {
     }
 
     fileprivate func forward(_ packets: [TunnelPacket]) {
-        guard let sink else { return }
+        // A tunnel that is gone is not worth cutting packets for.
+        guard reporter.sink != nil else { return }
         guard superPackets else {
             var malformed = 0
             for slice in SuperPacket.flatten(packets, allocator: allocator, malformed: &malformed).packetBatches {
-                sink.flow(identifier, didReadPackets: Array(slice))
+                reporter.didReadPackets(Array(slice))
             }
             return
         }
-        sink.flow(identifier, didReadPackets: packets)
+        reporter.didReadPackets(packets)
     }
 
     func writePackets(_ packets: [TunnelPacket]) {

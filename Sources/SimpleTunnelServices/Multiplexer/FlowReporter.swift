@@ -17,6 +17,10 @@ public struct FlowReporter {
         sink?.flow(identifier, didRead: data, from: source)
     }
 
+    public func didReadPackets(_ packets: [TunnelPacket]) {
+        sink?.flow(identifier, didReadPackets: packets)
+    }
+
     public func didReadEndOfFile() {
         sink?.flowDidReadEndOfFile(identifier)
     }

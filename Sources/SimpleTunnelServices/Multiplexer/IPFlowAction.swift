@@ -7,8 +7,8 @@ enum IPFlowAction {
     case drop
     /// Write the peer's packets to the device.
     case writeLocal([TunnelPacket])
-    /// Send these packets to the peer: the flow's turn in the tunnel.
-    case send([TunnelPacket])
+    /// Send these packets (`bytes` in all, as the queue counted them) to the peer: the flow's turn in the tunnel.
+    case send([TunnelPacket], bytes: Int)
     /// Server: answer `success` with the lease's configuration.
     case confirmOpen(configuration: [String: PropertyListValue]?)
     /// Server: answer a failed open (nil: the peer gave the flow up), forget the flow.

@@ -123,10 +123,11 @@ struct IPFlowState {
 
     /// The tunnel has room: the next packets for it, about `maximumChunk` bytes.
     mutating func nextToSend(maximumChunk: Int) -> IPFlowAction {
+        let queued = queue.bufferedBytes
         guard isOpen, !peerSuspended, let item = queue.popFirst(maximumChunk: maximumChunk, splittable: false),
             case .packets(let packets) = item
         else { return .none }
-        return .send(packets)
+        return .send(packets, bytes: queued - queue.bufferedBytes)
     }
 
     /// The peer sent `suspend` (true) or `resume` (false).

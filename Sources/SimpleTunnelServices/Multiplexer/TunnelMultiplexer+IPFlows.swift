@@ -31,8 +31,8 @@ extension TunnelMultiplexer {
             if case .ip(let endpoint)? = endpoints[identifier]?.end {
                 endpoint.writePackets(packets)
             }
-        case .send(let packets):
-            countSent(packets.reduce(0) { $0 + $1.bytes.readableBytes })
+        case .send(let packets, let bytes):
+            countSent(bytes)
             output.write(.packets(identifier: identifier, packets: packets))
         case .confirmOpen(let configuration):
             confirmOpen(identifier, kind: .ip, early: [], configuration: configuration, shutdownLocalOutput: false)
@@ -56,10 +56,10 @@ extension TunnelMultiplexer {
         var sent = 0
         var wrote = false
         while sent < limits.maximumDataChunk, output.isWritable,
-            case .send(let packets)? = transitionIP(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) })
+            case .send(_, let bytes)? = transitionIP(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) })
         {
             wrote = true
-            sent += packets.reduce(0) { $0 + $1.bytes.readableBytes }
+            sent += bytes
         }
         schedule.turnEnded(identifier, hasMore: flows.ip[identifier]?.hasSomethingToSend ?? false)
         return wrote

@@ -33,13 +33,9 @@ extension TunnelMultiplexer {
         case (.data(let identifier, let payload, let endpoint), _):
             receiveData(payload, endpoint: endpoint, for: identifier)
         case (.suspend(let identifier), _):
-            guard transition(identifier, { $0.peerSuspended(true) }) != nil || transitionIP(identifier, { $0.peerSuspended(true) }) != nil else {
-                return dropUnknown(message)
-            }
+            guard deliver(.peerSuspended(true), to: identifier) else { return dropUnknown(message) }
         case (.resume(let identifier), _):
-            guard transition(identifier, { $0.peerSuspended(false) }) != nil || transitionIP(identifier, { $0.peerSuspended(false) }) != nil else {
-                return dropUnknown(message)
-            }
+            guard deliver(.peerSuspended(false), to: identifier) else { return dropUnknown(message) }
         case (.close(let identifier, let direction), _):
             receiveClose(direction, for: identifier)
         case (.open(let identifier, let request), .server(let opener, _)):
@@ -96,9 +92,7 @@ extension TunnelMultiplexer {
 
     private func receiveClose(_ direction: TunnelConnectionCloseDirection, for identifier: TunnelConnectionIdentifier) {
         // A late close for a flow already gone passes quietly.
-        if transition(identifier, { $0.peerClosed(direction) }) == nil {
-            transitionIP(identifier) { $0.peerClosed(direction) }
-        }
+        deliver(.peerClosed(direction), to: identifier)
     }
 
     // MARK: Open (server)
@@ -147,17 +141,13 @@ extension TunnelMultiplexer {
                 "open failed",
                 metadata: ["flow": "\(identifier)", "request": "\(request)", "result": "\(failure.result)", "reason": "\(failure.reason)"])
             counters.metrics?.openResult(failure.result)
-            if transition(identifier, { $0.openFailed(failure) }) == nil {
-                transitionIP(identifier) { $0.openFailed(failure) }
-            }
+            deliver(.openFailed(failure), to: identifier)
         case .success(let opened):
             assert(opened.endpoint.kind == FlowState.Kind(request), "the opener made a \(opened.endpoint.kind) end for \(request)")
             endpoints[identifier] = EndpointSlot(end: opened.endpoint)
             // Debug, not info: one line per flow costs a busy server more than the flow itself.
             logger.debug("open completed", metadata: ["flow": "\(identifier)", "request": "\(request)"])
-            if transition(identifier, { $0.openSucceeded(configuration: opened.configuration) }) == nil {
-                transitionIP(identifier) { $0.openSucceeded(configuration: opened.configuration) }
-            }
+            deliver(.openSucceeded(configuration: opened.configuration), to: identifier)
         }
     }
 
@@ -176,9 +166,7 @@ extension TunnelMultiplexer {
             }
             return
         }
-        if transition(identifier, { $0.openResultReceived(result, configuration: configuration, detail: detail) }) == nil {
-            transitionIP(identifier) { $0.openResultReceived(result, configuration: configuration, detail: detail) }
-        }
+        deliver(.openResultReceived(result, configuration: configuration, detail: detail), to: identifier)
     }
 
     // MARK: Unexpected

@@ -72,14 +72,7 @@ extension ServerLimit {
         _ key: String, flag: String, name: String, option: KeyPath<TunnelServerLaunchOptions, Int?> & Sendable,
         runtime: WritableKeyPath<TunnelServer.Settings, Int> & Sendable, live: Bool
     ) -> ServerLimit {
-        ServerLimit(
-            key: key, flag: flag, name: name, isLive: live,
-            read: { node throws(ConfigurationError) in .count(try node.positiveInteger(maximum: maximumCount)) },
-            apply: { options, file, merge in
-                if let value = options[keyPath: option] ?? file?.count { merge.settings[keyPath: runtime] = try positive(value, flag) }
-            },
-            describe: { "\($0[keyPath: runtime])" },
-            keep: { running, settings in settings[keyPath: runtime] = running[keyPath: runtime] })
+        integer(key, flag: flag, name: name, option: option, runtime: runtime, live: live, maximum: maximumCount, shift: 0, unit: "")
     }
 
     /// A budget in MiB, from 1 to `maximumMiB`, kept in bytes.
@@ -87,13 +80,21 @@ extension ServerLimit {
         _ key: String, flag: String, name: String, option: KeyPath<TunnelServerLaunchOptions, Int?> & Sendable,
         runtime: WritableKeyPath<TunnelServer.Settings, Int> & Sendable, live: Bool
     ) -> ServerLimit {
+        integer(key, flag: flag, name: name, option: option, runtime: runtime, live: live, maximum: maximumMiB, shift: 20, unit: " MiB")
+    }
+
+    /// A positive integer up to `maximum`, kept shifted left by `shift` bits and described with `unit`.
+    private static func integer(
+        _ key: String, flag: String, name: String, option: KeyPath<TunnelServerLaunchOptions, Int?> & Sendable,
+        runtime: WritableKeyPath<TunnelServer.Settings, Int> & Sendable, live: Bool, maximum: Int, shift: Int, unit: String
+    ) -> ServerLimit {
         ServerLimit(
             key: key, flag: flag, name: name, isLive: live,
-            read: { node throws(ConfigurationError) in .count(try node.positiveInteger(maximum: maximumMiB)) },
+            read: { node throws(ConfigurationError) in .count(try node.positiveInteger(maximum: maximum)) },
             apply: { options, file, merge in
-                if let value = options[keyPath: option] ?? file?.count { merge.settings[keyPath: runtime] = try positive(value, flag) << 20 }
+                if let value = options[keyPath: option] ?? file?.count { merge.settings[keyPath: runtime] = try positive(value, flag) << shift }
             },
-            describe: { "\($0[keyPath: runtime] >> 20) MiB" },
+            describe: { "\($0[keyPath: runtime] >> shift)\(unit)" },
             keep: { running, settings in settings[keyPath: runtime] = running[keyPath: runtime] })
     }
 

@@ -84,9 +84,8 @@ public final class ServerIPLayer: Sendable {
 
 /// The server's end of one client's IP flow: its lease on the router.
 final class ServerIPFlowEndpoint: PacketFlowEndpoint {
-    let identifier: TunnelConnectionIdentifier
+    private let reporter: FlowReporter
     let lease: AddressPool.Lease
-    private weak var sink: FlowEventSink?
     private let layer: ServerIPLayer
     private let logger: Logger
     private let client: String?
@@ -100,11 +99,10 @@ final class ServerIPFlowEndpoint: PacketFlowEndpoint {
         reporter: FlowReporter, lease: AddressPool.Lease, layer: ServerIPLayer, eventLoop: EventLoop,
         logger: Logger, client: String?, peer: TunnelPeer? = nil, superPackets: Bool = false
     ) {
-        self.identifier = reporter.identifier
+        self.reporter = reporter
         self.superPackets = superPackets
         self.peer = peer
         self.lease = lease
-        self.sink = reporter.sink
         self.layer = layer
         self.logger = logger
         self.client = client
@@ -118,7 +116,7 @@ final class ServerIPFlowEndpoint: PacketFlowEndpoint {
     private func deliver(_ packets: [TunnelPacket]) {
         // Packets already on their way when the flow closed belong to no flow.
         guard attached else { return }
-        sink?.flow(identifier, didReadPackets: packets)
+        reporter.didReadPackets(packets)
     }
 
     func writePackets(_ packets: [TunnelPacket]) {

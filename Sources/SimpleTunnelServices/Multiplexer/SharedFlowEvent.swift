@@ -1,0 +1,45 @@
+/// An event both flow machines take (`FlowState` for TCP and UDP flows,
+/// `IPFlowState` for IP flows), so the multiplexer says it once and
+/// `TunnelMultiplexer.deliver` runs it on whichever machine holds the flow.
+enum SharedFlowEvent {
+    /// The peer sent `suspend` (true) or `resume` (false).
+    case peerSuspended(Bool)
+    case peerClosed(TunnelConnectionCloseDirection)
+    /// Server: the local end could not be opened.
+    case openFailed(FlowOpenFailure)
+    /// Server: the local end is open.
+    case openSucceeded(configuration: [String: PropertyListValue]?)
+    /// Client: the server answered our `open`.
+    case openResultReceived(TunnelConnectionOpenResult, configuration: [String: PropertyListValue]?, detail: TunnelOpenResultDetail?)
+
+    func apply(to flow: inout FlowState) -> FlowAction {
+        switch self {
+        case .peerSuspended(let suspended): flow.peerSuspended(suspended)
+        case .peerClosed(let direction): flow.peerClosed(direction)
+        case .openFailed(let failure): flow.openFailed(failure)
+        case .openSucceeded(let configuration): flow.openSucceeded(configuration: configuration)
+        case .openResultReceived(let result, let configuration, let detail):
+            flow.openResultReceived(result, configuration: configuration, detail: detail)
+        }
+    }
+
+    func apply(to flow: inout IPFlowState) -> IPFlowAction {
+        switch self {
+        case .peerSuspended(let suspended): flow.peerSuspended(suspended)
+        case .peerClosed(let direction): flow.peerClosed(direction)
+        case .openFailed(let failure): flow.openFailed(failure)
+        case .openSucceeded(let configuration): flow.openSucceeded(configuration: configuration)
+        case .openResultReceived(let result, let configuration, let detail):
+            flow.openResultReceived(result, configuration: configuration, detail: detail)
+        }
+    }
+}
+
+extension TunnelMultiplexer {
+    /// Runs `event` on the flow's machine, whichever kind it is. Returns false
+    /// when no flow has the identifier.
+    @discardableResult
+    func deliver(_ event: SharedFlowEvent, to identifier: TunnelConnectionIdentifier) -> Bool {
+        transition(identifier, { event.apply(to: &$0) }) != nil || transitionIP(identifier, { event.apply(to: &$0) }) != nil
+    }
+}
