@@ -12,18 +12,7 @@ enum SharedFlowEvent {
     /// Client: the server answered our `open`.
     case openResultReceived(TunnelConnectionOpenResult, configuration: [String: PropertyListValue]?, detail: TunnelOpenResultDetail?)
 
-    func apply(to flow: inout FlowState) -> FlowAction {
-        switch self {
-        case .peerSuspended(let suspended): flow.peerSuspended(suspended)
-        case .peerClosed(let direction): flow.peerClosed(direction)
-        case .openFailed(let failure): flow.openFailed(failure)
-        case .openSucceeded(let configuration): flow.openSucceeded(configuration: configuration)
-        case .openResultReceived(let result, let configuration, let detail):
-            flow.openResultReceived(result, configuration: configuration, detail: detail)
-        }
-    }
-
-    func apply(to flow: inout IPFlowState) -> IPFlowAction {
+    func apply<Machine: FlowMachine>(to flow: inout Machine) -> Machine.Action {
         switch self {
         case .peerSuspended(let suspended): flow.peerSuspended(suspended)
         case .peerClosed(let direction): flow.peerClosed(direction)
@@ -34,6 +23,21 @@ enum SharedFlowEvent {
         }
     }
 }
+
+/// What both flow machines answer, each with its own action type.
+protocol FlowMachine {
+    associatedtype Action
+    mutating func peerSuspended(_ suspended: Bool) -> Action
+    mutating func peerClosed(_ direction: TunnelConnectionCloseDirection) -> Action
+    mutating func openFailed(_ failure: FlowOpenFailure) -> Action
+    mutating func openSucceeded(configuration: [String: PropertyListValue]?) -> Action
+    mutating func openResultReceived(
+        _ result: TunnelConnectionOpenResult, configuration: [String: PropertyListValue]?, detail: TunnelOpenResultDetail?
+    ) -> Action
+}
+
+extension FlowState: FlowMachine {}
+extension IPFlowState: FlowMachine {}
 
 extension TunnelMultiplexer {
     /// Runs `event` on the flow's machine, whichever kind it is. Returns false
