@@ -130,6 +130,33 @@ struct TUNOffloadTests {
         #expect([UInt8]([1, 2, 3]).withUnsafeBytes { VirtioNetHeader($0) } == nil)
     }
 
+    @Test func theSmallestMSSLinuxSendsStillCutsAFullSuperPacket() throws {
+        var flow = TCPTestFlow(isIPv4: true)
+        flow.options = [UInt8](repeating: 1, count: 40)  // the longest TCP header: 40 bytes of NOPs
+        let payload = TCPTestFlow.payload(65_535 - flow.headersLength)
+        let segments = try split(flow.superPacket(sequence: 1, payload: payload), tsoHeader(flow, gsoSize: 48))
+        #expect(segments.count == (payload.count + 47) / 48)
+        #expect(segments.flatMap(TCPTestChecks.payload) == payload)
+    }
+
+    @Test func extensionHeadersRepeatedInEverySegmentCannotMakeOneReadCostMegabytes() throws {
+        // 30,000 bytes of IPv6 extension headers in front of TCP, cut into 16-byte
+        // segments, would repeat them 1,875 times: 56 MB from one 64 KiB read.
+        let flow = TCPTestFlow(isIPv4: false)
+        var packet = flow.superPacket(sequence: 1, payload: TCPTestFlow.payload(30_000))
+        let extensions = 30_000
+        packet.insert(contentsOf: [UInt8](repeating: 0, count: extensions), at: 40)
+        packet[6] = 60  // destination options
+        packet.replaceSubrange(4..<6, with: TCPTestFlow.bigEndian(UInt16(packet.count - 40)))
+        var header = tsoHeader(flow, gsoSize: 16)
+        header.checksumStart = UInt16(40 + extensions)
+        header.headerLength = UInt16(40 + extensions + 20)
+        #expect(throws: TUNOffloadError.self) { try split(packet, header) }
+        // The same headers cut into large segments stay within the bound, and split.
+        header.gsoSize = 15_000
+        #expect(try split(packet, header).count == 2)
+    }
+
     @Test func randomHeadersAndBytesNeverCrashTheSplitter() {
         var generator = SystemRandomNumberGenerator()
         let flow = TCPTestFlow(isIPv4: true)

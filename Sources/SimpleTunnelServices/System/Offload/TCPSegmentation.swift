@@ -12,6 +12,12 @@ enum TCPSegmentation {
     static let cwr: UInt8 = 0x80
     /// More segments than any real MSS makes of 64 KiB: a bound on what one read can make us allocate.
     static let maximumSegments = 2048
+    /// What the segments of one read may hold in all, their repeated headers
+    /// included: IPv4 or IPv6 with 60 bytes of TCP header cut at the smallest
+    /// MSS Linux sends (48) stays under it, while IPv6 extension headers tens
+    /// of KiB long, repeated in every segment, cannot make one read cost
+    /// megabytes.
+    static let maximumSplitBytes = 256 * 1024
 
     /// Appends the packets `packet` stands for to `output`. All segments of one
     /// super-packet share one allocation. Throws, appending nothing, when the
@@ -158,8 +164,12 @@ struct SuperPacketLayout {
         guard segmentSize > 0 else { throw .inconsistent("GSO size 0") }
         let segments = max(1, (payload + segmentSize - 1) / segmentSize)
         guard segments <= TCPSegmentation.maximumSegments else { throw .inconsistent("\(segments) segments of \(segmentSize) bytes") }
+        let headers = transport + tcpHeaderLength
+        guard payload + segments * headers <= TCPSegmentation.maximumSplitBytes else {
+            throw .inconsistent("\(segments) segments would repeat \(headers) bytes of headers each")
+        }
         transportOffset = transport
-        headersLength = transport + tcpHeaderLength
+        headersLength = headers
         self.segmentSize = segmentSize
         segmentCount = segments
     }
