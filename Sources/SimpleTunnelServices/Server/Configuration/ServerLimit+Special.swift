@@ -53,7 +53,7 @@ extension ServerLimit {
             read: { node throws(ConfigurationError) in .count(try node.positiveInteger(maximum: maximumMiB)) },
             apply: { options, file, merge in
                 guard let mebibytes = options[keyPath: option] ?? file?.count else { return }
-                merge.settings.bufferBudget = ServerBufferBudget(limit: try positive(mebibytes, flag) << 20)
+                merge.settings.bufferBudget = ServerBufferBudget(limit: try positive(mebibytes, flag, maximum: maximumMiB) << 20)
             },
             describe: { "\($0.bufferBudget.limit >> 20) MiB" },
             keep: { running, settings in settings.bufferBudget = running.bufferBudget })
@@ -74,7 +74,7 @@ extension ServerLimit {
                 let remedy = "raise the hard open-file limit (LimitNOFILE= in a systemd unit, ulimit -Hn) or lower --max-tunnels"
                 var limit = left
                 if let asked = options[keyPath: option] ?? file?.count {
-                    limit = min(try positive(asked, flag), left)
+                    limit = min(try positive(asked, flag, maximum: maximumCount), left)
                     if asked > left {
                         merge.warnings.append(
                             "\(flag) \(asked): the open-file limit of \(openFileLimit) leaves \(left) beside \(tunnels) tunnels, so \(left) it is; \(remedy)")

@@ -92,7 +92,7 @@ extension ServerLimit {
             key: key, flag: flag, name: name, isLive: live,
             read: { node throws(ConfigurationError) in .count(try node.positiveInteger(maximum: maximum)) },
             apply: { options, file, merge in
-                if let value = options[keyPath: option] ?? file?.count { merge.settings[keyPath: runtime] = try positive(value, flag) << shift }
+                if let value = options[keyPath: option] ?? file?.count { merge.settings[keyPath: runtime] = try positive(value, flag, maximum: maximum) << shift }
             },
             describe: { "\($0[keyPath: runtime] >> shift)\(unit)" },
             keep: { running, settings in settings[keyPath: runtime] = running[keyPath: runtime] })
@@ -131,14 +131,17 @@ extension ServerLimit {
             read: { node throws(ConfigurationError) in .count(try node.positiveInteger(maximum: maximumCount)) },
             apply: { options, file, merge in
                 guard merge.logins != nil, let value = options[keyPath: option] ?? file?.count else { return }
-                merge.logins?[keyPath: merged] = try positive(value, flag)
+                merge.logins?[keyPath: merged] = try positive(value, flag, maximum: maximumCount)
             },
             describe: { $0.authentication.map { "\(running($0))" } ?? "no logins" },
             keep: { running, settings in settings.authentication = running.authentication })
     }
 
-    static func positive(_ value: Int, _ flag: String) throws -> Int {
+    /// A flag's value, held to the range the file's key has: beyond it a
+    /// count's arithmetic, or a budget shifted to bytes, would overflow.
+    static func positive(_ value: Int, _ flag: String, maximum: Int) throws -> Int {
         guard value > 0 else { throw TunnelServerLaunchError.invalidOption("\(flag) \(value): expected a positive number") }
+        guard value <= maximum else { throw TunnelServerLaunchError.invalidOption("\(flag) \(value): expected at most \(maximum)") }
         return value
     }
 

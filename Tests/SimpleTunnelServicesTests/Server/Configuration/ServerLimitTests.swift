@@ -18,24 +18,26 @@ struct ServerLimitTests {
         /// File values each outside the key's type or range.
         let badFile: [PropertyListValue]
         let badFlag: String
+        /// A flag value just past the file's range (nil: the flag's syntax bounds it).
+        var tooLargeFlag: String? = nil
         let runtime: @Sendable (TunnelServer.Settings) -> String
 
         static func count(_ runtime: @escaping @Sendable (TunnelServer.Settings) -> Int) -> Sample {
             Sample(
                 file: 7, fileReads: "7", flag: "9", flagReads: "9", badFile: [0, .integer(1 << 24 + 1), .string("7")], badFlag: "0",
-                runtime: { "\(runtime($0))" })
+                tooLargeFlag: "\(1 << 24 + 1)", runtime: { "\(runtime($0))" })
         }
 
         static func mebibytes(_ runtime: @escaping @Sendable (TunnelServer.Settings) -> Int) -> Sample {
             Sample(
                 file: 3, fileReads: "3", flag: "5", flagReads: "5", badFile: [0, .integer(1 << 20 + 1), .real(2.5)], badFlag: "0",
-                runtime: { "\(runtime($0) >> 20)" })
+                tooLargeFlag: "\(1 << 20 + 1)", runtime: { "\(runtime($0) >> 20)" })
         }
 
         static func seconds(_ runtime: @escaping @Sendable (TunnelServer.Settings) -> TimeAmount) -> Sample {
             Sample(
                 file: .real(2.5), fileReads: "2.5", flag: "3", flagReads: "3", badFile: [0, 86_401, .string("5")], badFlag: "0",
-                runtime: { runtime($0).userSeconds })
+                tooLargeFlag: "86401", runtime: { runtime($0).userSeconds })
         }
     }
 
@@ -120,6 +122,23 @@ struct ServerLimitTests {
             // A seconds flag is refused as it is parsed; the others as the launch checks them.
             let message = error is TunnelServerLaunchError ? "\(error)" : TunnelServerLaunchOptions.message(for: error)
             #expect(message.contains(flag), "\(message)")
+        }
+    }
+
+    @Test(arguments: keys)
+    func aFlagPastTheFilesRangeIsRefusedNamingTheFlag(key: String) throws {
+        let sample = try #require(Self.samples[key])
+        guard let tooLarge = sample.tooLargeFlag else { return }
+        let flag = try Self.flag(of: key)
+        // An Int.max budget in MiB, shifted to bytes, would wrap to a negative budget.
+        for value in [tooLarge, "\(Int.max)"] {
+            do {
+                _ = try Self.launch(limits: [:], arguments: [flag, value])
+                Issue.record("\(flag) \(value) was taken")
+            } catch {
+                let message = error is TunnelServerLaunchError ? "\(error)" : TunnelServerLaunchOptions.message(for: error)
+                #expect(message.contains(flag), "\(message)")
+            }
         }
     }
 
