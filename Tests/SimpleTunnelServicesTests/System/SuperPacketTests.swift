@@ -93,6 +93,7 @@ struct SuperPacketTests {
             ("IPv6 with an extension header", extensionHeader, 1000),
             ("more segments than any MSS makes", good, 1),
             ("no IP header at all", [0x45, 0, 0, 20], 1000),
+            ("headers without payload", flow.superPacket(sequence: 1, payload: [], flags: TCPTestFlow.ack), 1),
         ]
     }
 

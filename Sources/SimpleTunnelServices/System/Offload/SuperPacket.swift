@@ -23,6 +23,8 @@ enum SuperPacket {
             flags: VirtioNetHeader.needsChecksum, gsoType: isIPv4 ? .tcpIPv4 : .tcpIPv6, headerLength: 0,
             gsoSize: segmentSize, checksumStart: UInt16(transport), checksumOffset: 16)
         let layout = try SuperPacketLayout(packet, header: header, gsoType: isIPv4 ? .tcpIPv4 : .tcpIPv6)
+        // TSO never reads one without payload; a device would be handed a segment size for nothing.
+        guard layout.headersLength < packet.count else { throw .inconsistent("a super-packet of headers without payload") }
         var complete = header
         complete.headerLength = UInt16(layout.headersLength)
         // CWR on the first segment only, as the kernel's TSO marks it.
