@@ -88,7 +88,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         var handle: ServerIPLayerHandle?
         if let ipLayer {
             do {
-                handle = try ServerIPLayer.start(configuration: ipLayer.configuration, options: ipLayer.options, eventLoop: group.next(), metrics: settings.metrics, logger: logger)
+                handle = try ServerIPLayer.start(configuration: ipLayer.configuration, options: ipLayer.options, metrics: settings.metrics, logger: logger)
                 settings.ipLayer = handle?.layer
             } catch {
                 if ipLayerIsRequired { throw IPLayerStartError(underlying: error) }

@@ -6,7 +6,8 @@ import NIOCore
 /// made by `makePair`, where what one writes the other reads.
 ///
 /// Delivery follows the TUN device's rules: in order, batches of at most
-/// `PacketFlowLimits.maximumBatchSize`, on the reader's event loop.
+/// `PacketFlowLimits.maximumBatchSize`; routed on the injecting thread, as a
+/// device routes on its reader's.
 public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
     // @unchecked: all mutable state lives in `state`, behind its lock.
     public let name: String
@@ -16,10 +17,7 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
     /// Set for a fake of a device with offloads: super-packets pass whole.
     public let takesSuperPackets: Bool
 
-    private struct Reader {
-        let eventLoop: EventLoop
-        let deliver: @Sendable ([TunnelPacket]) -> Void
-    }
+    private typealias Reader = @Sendable ([TunnelPacket], PacketHandOff) -> Void
 
     private struct State {
         var reader: Reader?
@@ -94,11 +92,11 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
         }
     }
 
-    public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
+    public func startRouting(_ route: @escaping @Sendable ([TunnelPacket], PacketHandOff) -> Void) {
         state.withLockedValue { state in
-            precondition(state.reader == nil, "InMemoryPacketFlow.startReading called twice on \(name)")
+            precondition(state.reader == nil, "InMemoryPacketFlow.startRouting called twice on \(name)")
             guard !state.isClosed else { return }
-            let reader = Reader(eventLoop: eventLoop, deliver: deliver)
+            let reader: Reader = route
             state.reader = reader
             Self.deliver(state.waiting, to: reader, counters: &state.counters)
             state.waiting.removeAll()
@@ -139,8 +137,7 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
         for batch in packets.packetBatches {
             let packets = Array(batch)
             for packet in packets { counters.recordRead(packet.bytes) }
-            let deliver = reader.deliver
-            reader.eventLoop.execute { deliver(packets) }
+            reader(packets, .unbounded)
         }
     }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import NIOCore
 
 /// The seam between the IP-layer tunnel and the operating system's packet
@@ -19,10 +20,13 @@ public protocol PacketFlow: AnyObject, Sendable {
     /// with GSO); without it they are cut into ordinary packets first.
     var takesSuperPackets: Bool { get }
 
-    /// Starts delivering packets that the system routes into the device, in
-    /// order, in batches of 1 to `PacketFlowLimits.maximumBatchSize` packets,
-    /// always on `eventLoop`. Call once; close the flow before shutting the loop down.
-    func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void)
+    /// Starts reading packets that the system routes into the device, handing
+    /// each wake-up's batch, in order, to `route` on the reader itself (a TUN
+    /// device's own thread, never an event loop), which passes its parts to
+    /// the event loops that own them through `PacketHandOff`: one hop from the
+    /// reader to each tunnel, however many tunnels share the device. Call once
+    /// (or `startReading` once); close the flow before shutting the loops down.
+    func startRouting(_ route: @escaping @Sendable (_ batch: [TunnelPacket], _ handOff: PacketHandOff) -> Void)
 
     /// Hands packets to the system, one write per packet (or super-packet).
     /// Callable from any thread. A full device, a packet the system refuses,
@@ -33,6 +37,62 @@ public protocol PacketFlow: AnyObject, Sendable {
 
     /// Stops the reader and releases the device. Idempotent.
     func close()
+}
+
+extension PacketFlow {
+    /// Starts delivering packets that the system routes into the device, in
+    /// order, in batches of 1 to `PacketFlowLimits.maximumBatchSize` packets,
+    /// always on `eventLoop`. Call once; close the flow before shutting the loop down.
+    public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
+        startRouting { batch, handOff in
+            // A split super-packet can make more than one batch's worth.
+            if batch.count <= PacketFlowLimits.maximumBatchSize {
+                handOff.execute(on: eventLoop) { deliver(batch) }
+            } else {
+                for slice in batch.packetBatches {
+                    let packets = Array(slice)
+                    handOff.execute(on: eventLoop) { deliver(packets) }
+                }
+            }
+        }
+    }
+}
+
+/// How a reader's batches reach event loops: in order per loop, and, from a
+/// TUN device, bounded. A hand-off waits while `maximumInFlight` of the
+/// device's hand-offs are still queued on their loops, so a reader faster than
+/// the tunnels leaves the rest in the kernel's queue (and then its drops)
+/// instead of piling work up in memory.
+public struct PacketHandOff: Sendable {
+    private let inFlight: DispatchSemaphore?
+    private let isClosed: @Sendable () -> Bool
+
+    /// Hand-offs of one device queued on event loops and not yet run.
+    static let maximumInFlight = 64
+
+    /// Bounded by `maximumInFlight`; `isClosed` ends a wait for room when the device closes.
+    static func bounded(isClosed: @escaping @Sendable () -> Bool) -> PacketHandOff {
+        PacketHandOff(inFlight: DispatchSemaphore(value: maximumInFlight), isClosed: isClosed)
+    }
+
+    /// Unbounded: for a fake device, whose test injects what it wants.
+    static let unbounded = PacketHandOff(inFlight: nil, isClosed: { false })
+
+    /// Runs `work` on `eventLoop` after the hand-offs queued before it; waits
+    /// for room first, and drops `work` if the device closes meanwhile.
+    public func execute(on eventLoop: EventLoop, _ work: @escaping @Sendable () -> Void) {
+        guard let inFlight else {
+            eventLoop.execute(work)
+            return
+        }
+        while inFlight.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
+            if isClosed() { return }
+        }
+        eventLoop.execute {
+            work()
+            inFlight.signal()
+        }
+    }
 }
 
 public enum PacketFlowLimits {

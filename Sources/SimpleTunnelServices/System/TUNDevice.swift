@@ -129,7 +129,7 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         return counters
     }
 
-    public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
+    public func startRouting(_ route: @escaping @Sendable ([TunnelPacket], PacketHandOff) -> Void) {
         let stopped = DispatchSemaphore(value: 0)
         let shouldStart: Bool = lock.withLock {
             switch state {
@@ -137,14 +137,14 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
                 state = .reading(stopped: stopped)
                 return true
             case .reading:
-                preconditionFailure("TUNDevice.startReading called twice on \(name)")
+                preconditionFailure("TUNDevice.startRouting called twice on \(name)")
             case .closed:
                 return false
             }
         }
         guard shouldStart else { return }
         let reader = TUNReaderLoop(
-            deviceFD: deviceFD, wakeFD: wakeFD, name: name, virtioHeader: offloads.virtioHeader, eventLoop: eventLoop, deliver: deliver,
+            deviceFD: deviceFD, wakeFD: wakeFD, name: name, virtioHeader: offloads.virtioHeader, route: route,
             isClosed: { [weak self] in self?.isClosed ?? true },
             record: { [weak self] tally in self?.readCounts.withLockedValue { $0.add(tally) } },
             logger: logger

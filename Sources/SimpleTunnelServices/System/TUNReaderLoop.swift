@@ -23,17 +23,17 @@ struct TUNReadTally: Sendable {
 
 /// The body of a TUN device's reader thread: wait with `poll()` for a packet
 /// or the wake-up signal, read every packet that is immediately available
-/// (one `read()` each, up to a batch), and hop to the event loop once per
-/// wake-up. A TCP super-packet is delivered whole, with its segment size
-/// (PROTOCOL.md B8); whoever sends it to a peer that takes none splits it.
+/// (one `read()` each, up to a batch), and route the batch right here, which
+/// hops to each owning event loop once per wake-up. A TCP super-packet is
+/// delivered whole, with its segment size (PROTOCOL.md B8); whoever sends it
+/// to a peer that takes none splits it.
 struct TUNReaderLoop: Sendable {
     let deviceFD: CInt
     let wakeFD: CInt
     let name: String
     /// Every read starts with a virtio_net_hdr.
     let virtioHeader: Bool
-    let eventLoop: EventLoop
-    let deliver: @Sendable ([TunnelPacket]) -> Void
+    let route: @Sendable ([TunnelPacket], PacketHandOff) -> Void
     let isClosed: @Sendable () -> Bool
     let record: @Sendable (TUNReadTally) -> Void
     let logger: Logger
@@ -43,14 +43,10 @@ struct TUNReaderLoop: Sendable {
     static let readBufferSize = 65_535 + 40 + VirtioNetHeader.size
     /// How long `poll()` sleeps before re-checking for close (the wake-up fd normally ends it sooner).
     static let pollTimeoutMilliseconds: CInt = 500
-    /// Batches handed to the event loop but not yet delivered. Beyond this the
-    /// reader stops reading and lets the kernel's queue (and then its drops) take over.
-    static let maximumBatchesInFlight = 64
-
     func run() {
         let allocator = ByteBufferAllocator()
         var scratch = allocator.buffer(capacity: Self.readBufferSize)
-        let inFlight = DispatchSemaphore(value: Self.maximumBatchesInFlight)
+        let handOff = PacketHandOff.bounded(isClosed: isClosed)
         var malformedLog = LineRateLimiter()
         while !isClosed() {
             var error: CInt = 0
@@ -73,19 +69,7 @@ struct TUNReaderLoop: Sendable {
             }
             let (batch, tally, failure) = readAvailable(into: &scratch, allocator: allocator, malformedLog: &malformedLog)
             record(tally)
-            if !batch.isEmpty {
-                guard waitForRoom(inFlight) else { return }
-                let deliver = self.deliver
-                eventLoop.execute {
-                    // A split super-packet can make more than one batch's worth.
-                    if batch.count <= PacketFlowLimits.maximumBatchSize {
-                        deliver(batch)
-                    } else {
-                        for slice in batch.packetBatches { deliver(Array(slice)) }
-                    }
-                    inFlight.signal()
-                }
-            }
+            if !batch.isEmpty { route(batch, handOff) }
             if let failure {
                 logger.error("TUN reader stopped: read failed", metadata: ["device": "\(name)", "error": "\(failure)"])
                 return
@@ -205,13 +189,5 @@ struct TUNReaderLoop: Sendable {
         let pseudo = InternetChecksum.pseudoHeaderSum(addresses: addresses, protocolNumber: TCPSegmentation.tcpProtocolNumber, transportLength: packet.count - transport)
         packet.storeBigEndian(UInt16(truncatingIfNeeded: InternetChecksum.fold(UInt64(pseudo))), at: transport + 16)
         return header.gsoSize
-    }
-
-    /// Waits for the event loop to catch up, giving up when the device closes.
-    private func waitForRoom(_ inFlight: DispatchSemaphore) -> Bool {
-        while inFlight.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
-            if isClosed() { return false }
-        }
-        return true
     }
 }

@@ -99,7 +99,7 @@ struct SharedDatabaseCluster {
                 $0.authentication = .init(users: DatabaseLogins(database: database), checker: PasswordChecker(limits: checks))
             }
         }
-        router.start(on: fixture.group.next())
+        router.start()
         return Member(database: database, fixture: fixture, device: device, layer: layer, run: run)
     }
 

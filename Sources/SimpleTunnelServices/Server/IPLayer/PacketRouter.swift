@@ -87,10 +87,12 @@ public final class PacketRouter: @unchecked Sendable {
         currentFilter.withLockedValue { $0 = filter }
     }
 
-    /// Starts reading the device; batches are sorted out on `eventLoop`.
-    public func start(on eventLoop: EventLoop) {
-        device.startReading(on: eventLoop) { [weak self] packets in
-            self?.route(packets)
+    /// Starts reading the device. Batches are sorted out on the device's
+    /// reader (the routes are behind a lock), so a packet makes one hop, to
+    /// its tunnel's event loop.
+    public func start() {
+        device.startRouting { [weak self] packets, handOff in
+            self?.route(packets, handOff: handOff)
         }
     }
 
@@ -202,7 +204,7 @@ public final class PacketRouter: @unchecked Sendable {
         return .allowed
     }
 
-    private func route(_ packets: [TunnelPacket]) {
+    private func route(_ packets: [TunnelPacket], handOff: PacketHandOff) {
         var batches: [LeaseBook.Holder: (route: Route, packets: [TunnelPacket])] = [:]
         var unroutable: UInt64 = 0
         let table = routes.withLockedValue { $0 }
@@ -234,7 +236,7 @@ public final class PacketRouter: @unchecked Sendable {
             }
             for slice in packets.packetBatches {
                 let packets = Array(slice)
-                route.eventLoop.execute { route.deliver(packets) }
+                handOff.execute(on: route.eventLoop) { route.deliver(packets) }
             }
         }
     }

@@ -48,7 +48,6 @@ extension ServerIPLayer {
     public static func start(
         configuration: TunnelServerConfiguration,
         options: ServerIPLayerOptions,
-        eventLoop: EventLoop,
         metrics: TunnelServerMetrics? = nil,
         logger: Logger
     ) throws -> ServerIPLayerHandle {
@@ -86,7 +85,7 @@ extension ServerIPLayer {
             throw error
         }
         let router = PacketRouter(device: device, policy: options.destinationPolicy, metrics: metrics, logger: logger)
-        router.start(on: eventLoop)
+        router.start()
         let layer = ServerIPLayer(pool: addressPool, router: router, configuration: configuration, metrics: metrics)
         logger.notice(
             "IP layer on \(device.name): \(Self.describe(server: address, pool: pool, server6: address6, pool6: configuration.ipv6Pool)), MTU \(options.mtu)",

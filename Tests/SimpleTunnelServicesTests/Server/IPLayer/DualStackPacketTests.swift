@@ -93,7 +93,7 @@ struct DualStackPacketTests {
         router.attach(Self.lease, ipv6: IPv6Address(Self.lease6), holder: 7, eventLoop: loop) { packets in
             delivered.withLockedValue { $0 += packets }
         }
-        router.start(on: loop)
+        router.start()
         let reply = IPv6TestPackets.packet(from: "fd00:2::2", to: Self.lease6)
         device.inject([reply, IPv6TestPackets.packet(from: "fd00:2::2", to: "fd00:90::3")])
         #expect(await Loopback.waitUntil { !delivered.withLockedValue { $0 }.isEmpty })

@@ -55,7 +55,7 @@ struct IPLayerTests {
             $0.ipLayer = layer
             $0.authentication = authentication
         }
-        router.start(on: fixture.group.next())
+        router.start()
         return (fixture, device, layer)
     }
 

@@ -16,7 +16,7 @@ struct SuperPacketNegotiationTests {
         let router = PacketRouter(device: device, logger: TunnelFixture.logger)
         let layer = ServerIPLayer(pool: try AddressPool(range: configuration.pool), router: router, configuration: configuration)
         let fixture = try await RawServerFixture.start { $0.ipLayer = layer }
-        router.start(on: fixture.group.next())
+        router.start()
         return (fixture, device, layer)
     }
 
