@@ -13,12 +13,21 @@ struct ClientHintsTests {
     static let asNobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     static var canActAsNobody: Bool { geteuid() == 0 && ExternalProcess.which("setpriv") }
 
-    /// A loopback port nothing listens on.
+    /// A loopback port nothing listens on, below Linux's ephemeral range
+    /// (32768 and up): the kernel never hands it to another test's outgoing
+    /// connection before the program under test binds it.
     static func freePort() async throws -> Int {
-        let channel = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        try await channel.close()
-        return port
+        for _ in 0..<100 {
+            let port = Int.random(in: 20_000..<32_768)
+            guard let channel = try? await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: port).get() else { continue }
+            try await channel.close()
+            return port
+        }
+        throw NoFreePort()
+    }
+
+    struct NoFreePort: Error, CustomStringConvertible {
+        var description: String { "no loopback port from 20000 to 32767 could be bound in 100 tries" }
     }
 
     /// A listener that counts the connections it is offered: a client that connects shows here.
