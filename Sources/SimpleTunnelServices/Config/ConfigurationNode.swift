@@ -67,15 +67,16 @@ struct ConfigurationNode {
 
     /// A timeout written as a number of seconds, integer or real, above zero
     /// and at most `maximum` (so it always fits a `Duration`).
-    func seconds(maximum: Double) throws(ConfigurationError) -> Duration {
-        let expected = "a positive number of seconds (at most \(Int(maximum)))"
+    /// `allowsZero`: 0 is taken too (a timeout that is off).
+    func seconds(maximum: Double, allowsZero: Bool = false) throws(ConfigurationError) -> Duration {
+        let expected = (allowsZero ? "0 or a positive number of seconds" : "a positive number of seconds") + " (at most \(Int(maximum)))"
         let seconds: Double
         switch value {
         case .integer(let wide): seconds = Double(wide)
         case .real(let real): seconds = real
         default: throw invalid(expected: expected)
         }
-        guard seconds > 0, seconds <= maximum else { throw invalid(expected: expected) }
+        guard allowsZero ? seconds >= 0 : seconds > 0, seconds <= maximum else { throw invalid(expected: expected) }
         return .seconds(seconds)
     }
 }

@@ -76,10 +76,6 @@ public struct TunnelServerLaunch: Sendable {
         var limits = LimitMerge(settings: settings, logins: logins ? LimitMerge.LoginLimits() : nil, openFileLimit: openFileLimit)
         try ServerLimit.merge(options, server.limits, into: &limits)
         settings = limits.settings
-        if let idle = options.idleTimeout {
-            let amount = try checkedSeconds(idle, "--idle-timeout", allowsZero: true)
-            settings.liveness.idleTimeout = amount == .zero ? nil : amount
-        }
         let loopback = Self.isLoopback(settings.host)
         // On a public address, clients must not reach the server's own loopback services or the cloud metadata service.
         let policy = loopback ? server.policy : server.policy.withPublicListenerDefaults()
@@ -201,14 +197,6 @@ public struct TunnelServerLaunch: Sendable {
 
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || IPAddress(TunnelEndpoint.unbracketed(host))?.isLoopback == true
-    }
-
-    private static func checkedSeconds(_ value: Duration, _ option: String, allowsZero: Bool = false) throws -> TimeAmount {
-        do {
-            return try UserSeconds.checked(value, option: option, allowsZero: allowsZero)
-        } catch {
-            throw TunnelServerLaunchError.invalidOption(error.description)
-        }
     }
 }
 

@@ -24,6 +24,7 @@ extension ServerLimit {
         .seconds(
             "FlowDrainTimeout", flag: "--flow-drain-timeout", name: "flow drain timeout", option: \.flowDrainTimeout,
             runtime: \.opener.drainTimeout, live: true),
+        .idleTimeout("IdleTimeout", flag: "--idle-timeout", name: "idle timeout", option: \.idleTimeout),
         .mebibytes(
             "TunnelBufferMiB", flag: "--tunnel-buffer-mib", name: "tunnel buffer", option: \.tunnelBufferMiB,
             runtime: \.multiplexerLimits.tunnelBufferBudget, live: true),

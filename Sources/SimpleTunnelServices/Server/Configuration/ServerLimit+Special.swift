@@ -1,3 +1,4 @@
+import NIOCore
 /// The limits whose value is not a plain field: a policy written as text, and
 /// the server-wide budgets, which are objects tunnels hold and are derived
 /// from the machine when left out.
@@ -40,6 +41,29 @@ extension ServerLimit {
         } catch {
             throw node.invalid(expected: expected, detail: error.description)
         }
+    }
+
+    /// How long a tunnel with no open flow may stay silent before it is
+    /// closed; 0 turns the timeout off ("never"), from the file as from the flag.
+    static func idleTimeout(
+        _ key: String, flag: String, name: String, option: KeyPath<TunnelServerLaunchOptions, Duration?> & Sendable
+    ) -> ServerLimit {
+        ServerLimit(
+            key: key, flag: flag, name: name, isLive: true,
+            read: { node throws(ConfigurationError) in .seconds(try node.seconds(maximum: maximumSeconds, allowsZero: true)) },
+            apply: { options, file, merge in
+                let timeout: TimeAmount
+                if let flagged = options[keyPath: option] {
+                    timeout = try checkedSeconds(flagged, flag, allowsZero: true)
+                } else if let configured = file?.seconds {
+                    timeout = TimeAmount(configured)
+                } else {
+                    return
+                }
+                merge.settings.liveness.idleTimeout = timeout == .zero ? nil : timeout
+            },
+            describe: { $0.liveness.idleTimeout.map { "\($0.userSeconds) s" } ?? "never" },
+            keep: { running, settings in settings.liveness.idleTimeout = running.liveness.idleTimeout })
     }
 
     /// What all tunnels together may hold for their clients, in MiB; left out,

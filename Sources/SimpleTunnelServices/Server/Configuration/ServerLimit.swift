@@ -145,9 +145,9 @@ extension ServerLimit {
         return value
     }
 
-    static func checkedSeconds(_ value: Duration, _ flag: String) throws -> TimeAmount {
+    static func checkedSeconds(_ value: Duration, _ flag: String, allowsZero: Bool = false) throws -> TimeAmount {
         do {
-            return try UserSeconds.checked(value, option: flag)
+            return try UserSeconds.checked(value, option: flag, allowsZero: allowsZero)
         } catch {
             throw TunnelServerLaunchError.invalidOption(error.description)
         }

@@ -123,7 +123,5 @@ public struct ServerSettingsReload: Sendable {
                 + (launch.configuration.ipv6Pool == nil ? "" : "IPv6 routes \(launch.configuration.ipv6Routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything"), ")
                 + "DNS \(launch.configuration.dns.map { $0.servers.map(\.description).joined(separator: ", ") } ?? "none")"
         },
-        // The one timeout without a `Server.Limits` key, so not in `ServerLimit.all`.
-        Aspect(name: "idle timeout", isLive: true) { $0.settings.liveness.idleTimeout.map { "\($0.userSeconds) s" } ?? "never" },
     ]
 }

@@ -49,6 +49,10 @@ struct ServerLimitTests {
         "ConnectTimeout": .seconds { $0.opener.connectTimeout },
         "UDPIdleTimeout": .seconds { $0.multiplexerLimits.udpIdleTimeout },
         "FlowDrainTimeout": .seconds { $0.opener.drainTimeout },
+        // 0 is "never" here, so it is no bad value.
+        "IdleTimeout": Sample(
+            file: .real(2.5), fileReads: "2.5", flag: "3", flagReads: "3", badFile: [-1, 86_401, .string("5")], badFlag: "soon",
+            tooLargeFlag: "86401", runtime: { $0.liveness.idleTimeout?.userSeconds ?? "never" }),
         "TunnelBufferMiB": .mebibytes { $0.multiplexerLimits.tunnelBufferBudget },
         "EarlyDataMiB": .mebibytes { $0.multiplexerLimits.tunnelEarlyDataBudget },
         "ServerBufferMiB": .mebibytes { $0.bufferBudget.limit },
@@ -140,6 +144,13 @@ struct ServerLimitTests {
                 #expect(message.contains(flag), "\(message)")
             }
         }
+    }
+
+    @Test func anIdleTimeoutOfZeroMeansNeverFromTheFileAsFromTheFlag() throws {
+        #expect(try Self.launch(limits: [:]).settings.liveness.idleTimeout == .seconds(900), "the default")
+        #expect(try Self.launch(limits: ["IdleTimeout": 0]).settings.liveness.idleTimeout == nil)
+        #expect(try Self.launch(limits: ["IdleTimeout": 60], arguments: ["--idle-timeout", "0"]).settings.liveness.idleTimeout == nil)
+        #expect(try Self.launch(limits: ["IdleTimeout": 0], arguments: ["--idle-timeout", "30"]).settings.liveness.idleTimeout == .seconds(30))
     }
 
     @Test(arguments: keys)
