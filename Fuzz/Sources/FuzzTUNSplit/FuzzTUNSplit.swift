@@ -3,8 +3,8 @@ import NIOCore
 
 /// A TUN read with offloads, as the kernel could hand it over: ten bytes of
 /// virtio_net_hdr, then the packet. Splitting never traps and never makes a
-/// segment longer than the read; every segment of a TCP super-packet is a
-/// packet of its own length with valid checksums; and coalescing the segments
+/// segment longer than the read; every segment of a TCP super-packet, and every
+/// datagram of a UDP one, is a packet of its own length with valid checksums; and coalescing the segments
 /// again and splitting that gives the same segments back. A super-packet
 /// carried whole to a peer (PROTOCOL.md B8) and cut there gives the same
 /// segments as cutting it here.
@@ -20,13 +20,22 @@ func fuzzTUNSplit(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         guard segments.isEmpty else { fatalError("a refused read still produced \(segments.count) packets") }
         return 0
     }
+    if header.gsoType == .udpL4 {
+        for segment in segments {
+            guard segment.readableBytes <= packet.count else { fatalError("a datagram longer than its super-packet") }
+            guard segment.withUnsafeReadableBytes({ hasValidChecksums($0, transport: Int(header.checksumStart), protocolNumber: 17) }) else {
+                fatalError("a datagram with a wrong length or checksum")
+            }
+        }
+        return 0
+    }
     guard header.gsoType == .tcpIPv4 || header.gsoType == .tcpIPv6 else {
         guard segments.count == 1, segments[0].readableBytes == packet.count else { fatalError("a plain read did not stay one packet") }
         return 0
     }
     for segment in segments {
         guard segment.readableBytes <= packet.count else { fatalError("a segment longer than its super-packet") }
-        guard segment.withUnsafeReadableBytes({ hasValidChecksums($0, transport: Int(header.checksumStart)) }) else {
+        guard segment.withUnsafeReadableBytes({ hasValidChecksums($0, transport: Int(header.checksumStart), protocolNumber: 6) }) else {
             fatalError("a segment with a wrong length or checksum")
         }
     }
@@ -51,13 +60,13 @@ func fuzzTUNSplit(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     return 0
 }
 
-/// The IP length matches, and the IPv4 header and TCP checksums verify.
-private func hasValidChecksums(_ bytes: UnsafeRawBufferPointer, transport: Int) -> Bool {
+/// The IP length matches, and the IPv4 header and TCP (6) or UDP (17) checksums verify.
+private func hasValidChecksums(_ bytes: UnsafeRawBufferPointer, transport: Int, protocolNumber: UInt8) -> Bool {
     let isIPv4 = bytes[0] >> 4 == 4
     let ipLength = isIPv4 ? Int(bytes.loadBigEndianUInt16(at: 2)) : 40 + Int(bytes.loadBigEndianUInt16(at: 4))
     guard ipLength == bytes.count else { return false }
     if isIPv4, InternetChecksum.sum(UnsafeRawBufferPointer(rebasing: bytes[..<transport])) != 0xFFFF { return false }
     let addresses = UnsafeRawBufferPointer(rebasing: isIPv4 ? bytes[12..<20] : bytes[8..<40])
-    let pseudo = InternetChecksum.pseudoHeaderSum(addresses: addresses, protocolNumber: 6, transportLength: bytes.count - transport)
+    let pseudo = InternetChecksum.pseudoHeaderSum(addresses: addresses, protocolNumber: protocolNumber, transportLength: bytes.count - transport)
     return InternetChecksum.add(pseudo, InternetChecksum.sum(UnsafeRawBufferPointer(rebasing: bytes[transport...]))) == 0xFFFF
 }

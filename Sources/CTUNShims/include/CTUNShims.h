@@ -26,7 +26,7 @@ int st_tun_set_offloads(int fd, unsigned int offloads, int *error);
 ssize_t st_write_two(int fd, const void *first, size_t first_length, const void *second, size_t second_length);
 
 /// TUN_F_* flags for st_tun_set_offloads.
-enum { ST_TUN_F_CSUM = 0x01, ST_TUN_F_TSO4 = 0x02, ST_TUN_F_TSO6 = 0x04 };
+enum { ST_TUN_F_CSUM = 0x01, ST_TUN_F_TSO4 = 0x02, ST_TUN_F_TSO6 = 0x04, ST_TUN_F_USO4 = 0x20, ST_TUN_F_USO6 = 0x40 };
 
 /// Like st_tun_open, but inside the network namespace at `netns_path`
 /// (/var/run/netns/NAME). The calling thread enters the namespace, opens the

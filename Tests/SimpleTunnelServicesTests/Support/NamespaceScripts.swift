@@ -146,4 +146,40 @@ enum NamespaceScripts {
     connection.close()
     print("sent", len(data), hashlib.sha256(data).hexdigest(), flush=True)
     """
+
+    /// Sends COUNT datagrams of SIZE bytes in one `sendto` with UDP_SEGMENT
+    /// (the kernel's UDP GSO, as QUIC stacks send). Arguments: address, port,
+    /// size, count. Prints "sent BYTES SHA256" of all the payload.
+    static let udpSegmentSource = """
+    import hashlib, os, socket, sys
+    address, port, size, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.IPPROTO_UDP, 103, size)  # UDP_SEGMENT
+    data = os.urandom(size * count)
+    sock.sendto(data, (address, port))
+    print("sent", len(data), hashlib.sha256(data).hexdigest(), flush=True)
+    """
+
+    /// Receives COUNT datagrams. Arguments: bind address, port, count. Prints
+    /// "ready", then "received BYTES SHA256" of their payloads in order, and
+    /// "sizes" with each datagram's size.
+    static let udpSink = """
+    import hashlib, socket, sys
+    address, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((address, port))
+    sock.settimeout(20)
+    print("ready", flush=True)
+    digest, total, sizes = hashlib.sha256(), 0, []
+    try:
+        while len(sizes) < count:
+            data = sock.recv(65535)
+            digest.update(data)
+            total += len(data)
+            sizes.append(len(data))
+    except socket.timeout:
+        pass
+    print("received", total, digest.hexdigest(), flush=True)
+    print("sizes", " ".join(map(str, sizes)), flush=True)
+    """
 }

@@ -74,4 +74,38 @@ struct TUNOffloadNamespaceTests {
             #expect(near.superPacketsRead == 0 && far.superPacketsWritten == 0)
         }
     }
+
+    /// An application sending with UDP_SEGMENT hands the kernel one buffer of
+    /// many datagrams; with USO the device reads it whole and the reader cuts
+    /// it. Every datagram must arrive, in order, with its size and bytes.
+    @Test(.enabled(if: NetworkNamespaceLab.isPythonAvailable, "needs root, /dev/net/tun, `ip netns` and python3"),
+          arguments: [("10.201.0.2", TUNOffloadRequest.automatic), ("fd00:201::2", .automatic), ("10.201.0.2", .off)])
+    func datagramsSentWithUDPSegmentArriveWholeWithAndWithoutOffloads(address: String, offloads: TUNOffloadRequest) async throws {
+        let lab = NetworkNamespaceLab()
+        defer { lab.cleanup() }
+        let wire = try makeWire(lab, offloads: offloads)
+        defer {
+            wire.near.close()
+            wire.far.close()
+        }
+        let (size, count) = (1200, 20)
+        let sink = try lab.start(in: wire.farNamespace, ["python3", "-c", NamespaceScripts.udpSink, address, "5301", String(count)])
+        #expect(await sink.waitForOutput(containing: "ready", timeout: 15) != nil, "the receiver did not start: \(sink.outputSoFar)")
+        let source = try lab.run(
+            in: wire.nearNamespace, ["python3", "-c", NamespaceScripts.udpSegmentSource, address, "5301", String(size), String(count)], timeout: .seconds(30))
+        let (_, output) = await sink.finish(timeout: 30)
+        let sent = source.standardOutput.split(separator: "\n").first { $0.hasPrefix("sent ") }.map { $0.dropFirst(5) }
+        let received = output.split(separator: "\n").first { $0.hasPrefix("received ") }.map { $0.dropFirst(9) }
+        #expect(sent != nil && received == sent, "sent \(source.standardOutput), received \(output)")
+        #expect(output.contains("sizes " + Array(repeating: String(size), count: count).joined(separator: " ")), "\(output)")
+
+        let near = wire.near.counters
+        #expect(near.malformedReads == 0)
+        if offloads == .automatic {
+            try #require(wire.near.offloads.readsUDPSuperPackets, "the kernel refused USO: \(wire.near.offloads)")
+            #expect(near.superPacketsRead > 0, "the sender's kernel handed over no UDP super-packet: \(near)")
+        } else {
+            #expect(near.superPacketsRead == 0)
+        }
+    }
 }

@@ -265,3 +265,95 @@ struct TUNOffloadTests {
         #expect(try output.flatMap(kernelSegments) == packets)
     }
 }
+
+/// Cutting the kernel's UDP super-packets (USO reads) into datagrams.
+@Suite("TUN offloads: UDP segmentation")
+struct UDPSegmentationTests {
+    let allocator = ByteBufferAllocator()
+
+    /// What the kernel hands over for a `UDP_SEGMENT` send: one packet of every
+    /// payload byte, the UDP checksum field holding only the pseudo-header's sum.
+    static func superPacket(isIPv4: Bool, payload: [UInt8], identification: UInt16 = 0xFFFE) -> [UInt8] {
+        let flow = TCPTestFlow(isIPv4: isIPv4)
+        let udpLength = 8 + payload.count
+        var ip = flow.ipHeader(payloadLength: udpLength, identification: identification)
+        if isIPv4 {
+            ip[9] = 17
+            (ip[10], ip[11]) = (0, 0)
+            let sum = IPv4TestPackets.checksum(ip)
+            (ip[10], ip[11]) = (UInt8(sum >> 8), UInt8(sum & 0xFF))
+        } else {
+            ip[6] = 17
+        }
+        let pseudo = isIPv4
+            ? flow.addresses + [0, 17] + TCPTestFlow.bigEndian(UInt16(udpLength))
+            : flow.addresses + TCPTestFlow.bigEndian(UInt32(udpLength)) + [0, 0, 0, 17]
+        let partial = ~IPv4TestPackets.checksum(pseudo)
+        return ip + TCPTestFlow.bigEndian(UInt16(4433)) + TCPTestFlow.bigEndian(UInt16(443)) + TCPTestFlow.bigEndian(UInt16(udpLength))
+            + TCPTestFlow.bigEndian(partial) + payload
+    }
+
+    static func header(isIPv4: Bool, gsoSize: Int) -> VirtioNetHeader {
+        VirtioNetHeader(
+            flags: VirtioNetHeader.needsChecksum, gsoType: .udpL4, headerLength: UInt16((isIPv4 ? 20 : 40) + 8),
+            gsoSize: UInt16(gsoSize), checksumStart: isIPv4 ? 20 : 40, checksumOffset: 6)
+    }
+
+    func split(_ packet: [UInt8], _ header: VirtioNetHeader) throws -> [[UInt8]] {
+        var output: [ByteBuffer] = []
+        try packet.withUnsafeBytes { try TCPSegmentation.split($0, header: header, allocator: allocator, into: &output) }
+        return output.map { Array($0.readableBytesView) }
+    }
+
+    /// The IPv4 header checksum (when IPv4) and the UDP checksum verify, and the lengths are the datagram's.
+    static func verifies(_ datagram: [UInt8]) -> Bool {
+        let isIPv4 = datagram[0] >> 4 == 4
+        let udp = isIPv4 ? 20 : 40
+        let udpLength = Int(datagram[udp + 4]) << 8 | Int(datagram[udp + 5])
+        guard udpLength == datagram.count - udp, TCPTestChecks.ipLength(datagram) == datagram.count else { return false }
+        if isIPv4, IPv4TestPackets.checksum(datagram[..<udp]) != 0 { return false }
+        let addresses = isIPv4 ? Array(datagram[12..<20]) : Array(datagram[8..<40])
+        let pseudo = isIPv4
+            ? addresses + [0, 17] + TCPTestFlow.bigEndian(UInt16(udpLength))
+            : addresses + TCPTestFlow.bigEndian(UInt32(udpLength)) + [0, 0, 0, 17]
+        return datagram[udp + 6] | datagram[udp + 7] != 0 && IPv4TestPackets.checksum(pseudo + datagram[udp...]) == 0
+    }
+
+    @Test(arguments: [true, false])
+    func aUDPSuperPacketIsCutIntoDatagramsWithTheirOwnLengthsIdentificationsAndChecksums(isIPv4: Bool) throws {
+        let payload = TCPTestFlow.payload(3 * 1200 + 77)
+        let datagrams = try split(Self.superPacket(isIPv4: isIPv4, payload: payload), Self.header(isIPv4: isIPv4, gsoSize: 1200))
+        let headers = (isIPv4 ? 20 : 40) + 8
+        #expect(datagrams.map(\.count) == [1200, 1200, 1200, 77].map { $0 + headers }, "the last datagram is the short one")
+        #expect(datagrams.allSatisfy(Self.verifies))
+        #expect(datagrams.flatMap { $0[headers...] } == payload)
+        if isIPv4 {
+            #expect(datagrams.map(TCPTestChecks.identification) == [0xFFFE, 0xFFFF, 0, 1], "as the kernel numbers them")
+        }
+    }
+
+    @Test func headersThatDoNotFitTheUDPSuperPacketAreRefusedWithoutOutput() {
+        let packet = Self.superPacket(isIPv4: true, payload: TCPTestFlow.payload(3000))
+        var cases: [(String, [UInt8], VirtioNetHeader)] = []
+        var header = Self.header(isIPv4: true, gsoSize: 1000)
+        header.gsoSize = 0
+        cases.append(("GSO size 0", packet, header))
+        header = Self.header(isIPv4: true, gsoSize: 1000)
+        header.checksumOffset = 16
+        cases.append(("TCP's checksum offset", packet, header))
+        header = Self.header(isIPv4: true, gsoSize: 1000)
+        header.checksumStart = 24
+        cases.append(("a checksum start inside the IP header", packet, header))
+        var tcp = packet
+        tcp[9] = 6
+        cases.append(("a TCP packet", tcp, Self.header(isIPv4: true, gsoSize: 1000)))
+        cases.append(("a length that is not the read's", Array(packet.dropLast()), Self.header(isIPv4: true, gsoSize: 1000)))
+        cases.append(("more datagrams than the bound", packet, Self.header(isIPv4: true, gsoSize: 1)))
+        header = Self.header(isIPv4: true, gsoSize: 1000)
+        header.gsoTypeByte = VirtioNetHeader.GSOType.udp.rawValue
+        cases.append(("UFO, never enabled", packet, header))
+        for (name, bytes, header) in cases {
+            #expect(throws: TUNOffloadError.self, "\(name)") { try split(bytes, header) }
+        }
+    }
+}

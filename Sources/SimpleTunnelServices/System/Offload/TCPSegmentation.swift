@@ -37,7 +37,10 @@ enum TCPSegmentation {
         case .tcpIPv4, .tcpIPv6:
             let layout = try SuperPacketLayout(packet, header: header, gsoType: gsoType)
             output.append(contentsOf: segments(of: packet, layout: layout, allocator: allocator))
-        case .udp, .udpL4:
+        case .udpL4:
+            output.append(contentsOf: try UDPSegmentation.segments(of: packet, header: header, allocator: allocator))
+        case .udp:
+            // UFO (IP fragments of one datagram) is never enabled.
             throw .unsupportedGSOType(header.gsoTypeByte)
         }
     }

@@ -4,7 +4,7 @@
 enum TUNOffloadError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The read was shorter than the virtio_net_hdr.
     case truncatedHeader(bytes: Int)
-    /// The header asks for something this code did not enable (USO, UFO, an unknown type).
+    /// The header asks for something this code did not enable (UFO, an unknown type).
     case unsupportedGSOType(UInt8)
     /// The header and the packet do not agree (lengths, offsets, protocol).
     case inconsistent(String)

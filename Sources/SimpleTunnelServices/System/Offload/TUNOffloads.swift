@@ -29,7 +29,10 @@ public struct TUNOffloads: Sendable, Hashable, CustomStringConvertible {
     public static let off = TUNOffloads(virtioHeader: false, kernelFlags: 0)
 
     /// The flags asked for, then what is left to try when the kernel refuses them.
+    /// UDP segmentation (USO) came with Linux 6.2; an older kernel refuses the
+    /// whole set, and TCP's alone is tried next.
     static let attempts: [UInt32] = [
+        UInt32(ST_TUN_F_CSUM | ST_TUN_F_TSO4 | ST_TUN_F_TSO6 | ST_TUN_F_USO4 | ST_TUN_F_USO6),
         UInt32(ST_TUN_F_CSUM | ST_TUN_F_TSO4 | ST_TUN_F_TSO6),
         UInt32(ST_TUN_F_CSUM),
         0,
@@ -43,9 +46,12 @@ public struct TUNOffloads: Sendable, Hashable, CustomStringConvertible {
     /// The kernel may hand us TCP super-packets (to split) and packets with checksums to complete.
     public var readsSuperPackets: Bool { kernelFlags & UInt32(ST_TUN_F_TSO4 | ST_TUN_F_TSO6) != 0 }
 
+    /// The kernel may hand us UDP super-packets (to split into datagrams).
+    public var readsUDPSuperPackets: Bool { kernelFlags & UInt32(ST_TUN_F_USO4 | ST_TUN_F_USO6) != 0 }
+
     public var description: String {
         guard virtioHeader else { return "off" }
-        let names = [(ST_TUN_F_CSUM, "checksum"), (ST_TUN_F_TSO4, "TSO4"), (ST_TUN_F_TSO6, "TSO6")]
+        let names = [(ST_TUN_F_CSUM, "checksum"), (ST_TUN_F_TSO4, "TSO4"), (ST_TUN_F_TSO6, "TSO6"), (ST_TUN_F_USO4, "USO4"), (ST_TUN_F_USO6, "USO6")]
             .filter { kernelFlags & UInt32($0.0) != 0 }.map(\.1)
         // Writes coalesce either way: the kernel takes GSO super-packets whenever there is a virtio_net_hdr.
         return (names.isEmpty ? "virtio header only" : names.joined(separator: ", ")) + ", coalesced writes"
