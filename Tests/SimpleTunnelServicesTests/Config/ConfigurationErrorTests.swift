@@ -88,7 +88,7 @@ struct ConfigurationErrorTests {
         (SampleConfiguration.withServer(["Limits": .dictionary(["FirstMessageTimeout": .string("10s")])]),
          #"Server.Limits.FirstMessageTimeout: expected a positive number of seconds (at most 86400), got "10s""#),
         (SampleConfiguration.withServer(["Limits": .dictionary(["Tunnel": 5])]),
-         "Server.Limits.Tunnel: unknown key (did you mean Tunnels?); known keys here: FlowsPerTunnel, Tunnels, FirstMessageTimeout, ConnectTimeout, UDPIdleTimeout, UDPFlowsPerTunnel, FlowSockets, FlowDrainTimeout, TunnelBufferMiB, EarlyDataMiB, ServerBufferMiB, Startups, StartupsPerAddress, TLSHandshakeTimeout, LoginChecks, LoginChecksPerAddress, LoginFailures"),
+         "Server.Limits.Tunnel: unknown key (did you mean Tunnels?); known keys here: FlowsPerTunnel, Tunnels, FirstMessageTimeout, ConnectTimeout, UDPIdleTimeout, UDPFlowsPerTunnel, FlowSockets, FlowDrainTimeout, IdleTimeout, TunnelBufferMiB, EarlyDataMiB, ServerBufferMiB, Startups, StartupsPerAddress, TLSHandshakeTimeout, LoginChecks, LoginChecksPerAddress, LoginFailures"),
         (SampleConfiguration.withServer(["Policy": .dictionary(["Allwo": .strings(["*"])])]),
          "Server.Policy.Allwo: unknown key (did you mean Allow?); known keys here: Allow, Deny"),
         (SampleConfiguration.withServer(["Policy": .dictionary(["Deny": .string("*")])]),

@@ -117,12 +117,25 @@ struct ClientHintsTests {
         #expect(listener.accepted.withLockedValue { $0 } == 0, "it connected before failing")
     }
 
-    /// A client that keeps trying a server that is not there: enough for a control socket.
+    /// A client that keeps trying a server that is not there: enough for a
+    /// control socket. Returned once its SOCKS listener is up. The listen port
+    /// is incidental here: one the full suite found taken by the time the
+    /// client bound it is logged with what held it, and another is tried.
     static func client(runtimeFolder: String, server: Int) async throws -> ExternalProcess {
-        try ExternalProcess([
-            "XDG_RUNTIME_DIR=\(runtimeFolder)", BuiltPrograms.tunnelClient, "socks", "--listen", "127.0.0.1:\(try await freePort())",
-            "--server", "127.0.0.1:\(server)", "--insecure",
-        ])
+        var process: ExternalProcess?
+        for _ in 0..<3 {
+            let port = try await freePort()
+            let started = try ExternalProcess([
+                "XDG_RUNTIME_DIR=\(runtimeFolder)", BuiltPrograms.tunnelClient, "socks", "--listen", "127.0.0.1:\(port)",
+                "--server", "127.0.0.1:\(server)", "--insecure",
+            ])
+            process = started
+            _ = await started.waitForOutput(containing: "SOCKS5 proxy on", timeout: 20)
+            guard started.outputSoFar.contains("address already in use") else { return started }
+            let holders = (try? ExternalProcess.run("/usr/bin/ss", ["-tanp"], timeout: 10)).map { String(decoding: $0.output, as: UTF8.self) } ?? "(ss failed)"
+            print("the listen port \(port) was taken; what held it:\n" + holders.split(separator: "\n").filter { $0.contains(":\(port) ") }.joined(separator: "\n"))
+        }
+        return try #require(process)
     }
 
     /// The status of the client answering on `path`, once one does.
