@@ -96,9 +96,8 @@ public final class InMemoryPacketFlow: PacketFlow, @unchecked Sendable {
         state.withLockedValue { state in
             precondition(state.reader == nil, "InMemoryPacketFlow.startRouting called twice on \(name)")
             guard !state.isClosed else { return }
-            let reader: Reader = route
-            state.reader = reader
-            Self.deliver(state.waiting, to: reader, counters: &state.counters)
+            state.reader = route
+            Self.deliver(state.waiting, to: route, counters: &state.counters)
             state.waiting.removeAll()
         }
     }

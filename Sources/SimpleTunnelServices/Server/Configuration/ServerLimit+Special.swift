@@ -1,4 +1,5 @@
 import NIOCore
+
 /// The limits whose value is not a plain field: a policy written as text, and
 /// the server-wide budgets, which are objects tunnels hold and are derived
 /// from the machine when left out.
@@ -52,14 +53,7 @@ extension ServerLimit {
             key: key, flag: flag, name: name, isLive: true,
             read: { node throws(ConfigurationError) in .seconds(try node.seconds(maximum: maximumSeconds, allowsZero: true)) },
             apply: { options, file, merge in
-                let timeout: TimeAmount
-                if let flagged = options[keyPath: option] {
-                    timeout = try checkedSeconds(flagged, flag, allowsZero: true)
-                } else if let configured = file?.seconds {
-                    timeout = TimeAmount(configured)
-                } else {
-                    return
-                }
+                guard let timeout = try flagOrFileSeconds(options[keyPath: option], file, flag: flag, allowsZero: true) else { return }
                 merge.settings.liveness.idleTimeout = timeout == .zero ? nil : timeout
             },
             describe: { $0.liveness.idleTimeout.map { "\($0.userSeconds) s" } ?? "never" },

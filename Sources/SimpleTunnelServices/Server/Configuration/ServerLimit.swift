@@ -109,10 +109,10 @@ extension ServerLimit {
             key: key, flag: flag, name: name, isLive: live,
             read: { node throws(ConfigurationError) in .seconds(try node.seconds(maximum: maximumSeconds)) },
             apply: { options, file, merge in
-                if let flagged = options[keyPath: option] {
-                    merge.settings[keyPath: runtime] = try checkedSeconds(flagged, flag)
-                } else if let configured = file?.seconds ?? `default`?(options) {
-                    merge.settings[keyPath: runtime] = TimeAmount(configured)
+                if let timeout = try flagOrFileSeconds(options[keyPath: option], file, flag: flag) {
+                    merge.settings[keyPath: runtime] = timeout
+                } else if let fallback = `default`?(options) {
+                    merge.settings[keyPath: runtime] = TimeAmount(fallback)
                 }
             },
             describe: { "\($0[keyPath: runtime].userSeconds) s" },
@@ -145,9 +145,11 @@ extension ServerLimit {
         return value
     }
 
-    static func checkedSeconds(_ value: Duration, _ flag: String, allowsZero: Bool = false) throws -> TimeAmount {
+    /// The flag's duration, checked, else the file's (checked when read); nil when neither gives one.
+    static func flagOrFileSeconds(_ flagged: Duration?, _ file: LimitValue?, flag: String, allowsZero: Bool = false) throws -> TimeAmount? {
+        guard let flagged else { return file?.seconds.map(TimeAmount.init) }
         do {
-            return try UserSeconds.checked(value, option: flag, allowsZero: allowsZero)
+            return try UserSeconds.checked(flagged, option: flag, allowsZero: allowsZero)
         } catch {
             throw TunnelServerLaunchError.invalidOption(error.description)
         }

@@ -10,14 +10,6 @@ enum TCPSegmentation {
     static let fin: UInt8 = 0x01
     static let psh: UInt8 = 0x08
     static let cwr: UInt8 = 0x80
-    /// More segments than any real MSS makes of 64 KiB: a bound on what one read can make us allocate.
-    static let maximumSegments = 2048
-    /// What the segments of one read may hold in all, their repeated headers
-    /// included: IPv4 or IPv6 with 60 bytes of TCP header cut at the smallest
-    /// MSS Linux sends (48) stays under it, while IPv6 extension headers tens
-    /// of KiB long, repeated in every segment, cannot make one read cost
-    /// megabytes.
-    static let maximumSplitBytes = 256 * 1024
 
     /// Appends the packets `packet` stands for to `output`. All segments of one
     /// super-packet share one allocation. Throws, appending nothing, when the
@@ -62,41 +54,20 @@ enum TCPSegmentation {
     }
 
     private static func segments(of packet: UnsafeRawBufferPointer, layout: SuperPacketLayout, allocator: ByteBufferAllocator) -> [ByteBuffer] {
-        let headers = layout.headersLength
         let count = layout.segmentCount
-        let total = packet.count - headers + count * headers
-        var buffer = allocator.buffer(capacity: total)
-        let headerBytes = UnsafeRawBufferPointer(rebasing: packet[..<headers])
         let sequence = packet.loadBigEndianUInt32(at: layout.transportOffset + 4)
         let identification = layout.isIPv4 ? packet.loadBigEndianUInt16(at: 4) : 0
         let flags = packet[layout.transportOffset + 13]
-        var ranges: [(start: Int, length: Int)] = []
-        ranges.reserveCapacity(count)
-        // Every segment is written and finished in place through one pointer: a
-        // ByteBuffer call per header field cost more than copying the payload.
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: total) { output in
-            var start = 0
-            for index in 0..<count {
-                let chunkStart = headers + index * layout.segmentSize
-                let chunkLength = min(layout.segmentSize, packet.count - chunkStart)
-                let length = headers + chunkLength
-                let segment = UnsafeMutableRawBufferPointer(rebasing: output[start..<(start + length)])
-                segment.copyMemory(from: headerBytes)
-                UnsafeMutableRawBufferPointer(rebasing: segment[headers...])
-                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: packet[chunkStart..<(chunkStart + chunkLength)]))
-                var segmentFlags = flags
-                if index != count - 1 { segmentFlags &= ~(fin | psh) }
-                if index != 0 { segmentFlags &= ~cwr }
-                finishSegment(
-                    segment, layout: layout, identification: identification &+ UInt16(truncatingIfNeeded: index),
-                    sequence: sequence &+ UInt32(truncatingIfNeeded: index * layout.segmentSize), flags: segmentFlags)
-                ranges.append((start, length))
-                start += length
-            }
-            return start
+        return SegmentCut.cut(
+            packet, headers: layout.headersLength, segmentSize: layout.segmentSize, count: count, allocator: allocator
+        ) { segment, index in
+            var segmentFlags = flags
+            if index != count - 1 { segmentFlags &= ~(fin | psh) }
+            if index != 0 { segmentFlags &= ~cwr }
+            finishSegment(
+                segment, layout: layout, identification: identification &+ UInt16(truncatingIfNeeded: index),
+                sequence: sequence &+ UInt32(truncatingIfNeeded: index * layout.segmentSize), flags: segmentFlags)
         }
-        // Sliced only now: a slice taken earlier would make every later write copy the buffer.
-        return ranges.map { buffer.getSlice(at: $0.start, length: $0.length) ?? ByteBuffer() }
     }
 
     /// Sets one segment's lengths, identification, sequence number and flags, then its checksums.
@@ -134,26 +105,11 @@ struct SuperPacketLayout {
     init(_ packet: UnsafeRawBufferPointer, header: VirtioNetHeader, gsoType: VirtioNetHeader.GSOType) throws(TUNOffloadError) {
         let count = packet.count
         guard count >= 20 else { throw .inconsistent("a super-packet of \(count) bytes") }
-        let version = packet[0] >> 4
         let transport = Int(header.checksumStart)
-        switch (version, gsoType) {
-        case (4, .tcpIPv4):
-            let ipHeaderLength = Int(packet[0] & 0x0F) * 4
-            guard ipHeaderLength >= 20, transport == ipHeaderLength else {
-                throw .inconsistent("IPv4 header of \(ipHeaderLength) bytes, checksum start \(transport)")
-            }
-            guard packet[9] == TCPSegmentation.tcpProtocolNumber else { throw .inconsistent("IPv4 protocol \(packet[9]) in a TCP super-packet") }
-            guard Int(packet.loadBigEndianUInt16(at: 2)) == count else { throw .inconsistent("IPv4 total length differs from the \(count) bytes read") }
-            guard packet.loadBigEndianUInt16(at: 6) & 0x3FFF == 0 else { throw .inconsistent("a fragment as a super-packet") }
-            isIPv4 = true
-        case (6, .tcpIPv6):
-            guard count >= 40, transport >= 40, transport > 40 || packet[6] == TCPSegmentation.tcpProtocolNumber else {
-                throw .inconsistent("IPv6 next header \(count >= 40 ? packet[6] : 0), checksum start \(transport)")
-            }
-            guard 40 + Int(packet.loadBigEndianUInt16(at: 4)) == count else { throw .inconsistent("IPv6 payload length differs from the \(count) bytes read") }
-            isIPv4 = false
-        default:
-            throw .inconsistent("IP version \(version) with GSO type \(header.gsoTypeByte)")
+        isIPv4 = try SegmentCut.isIPv4(packet, transport: transport, protocolNumber: TCPSegmentation.tcpProtocolNumber, name: "TCP")
+        // The GSO type says the family too, and must agree.
+        guard isIPv4 == (gsoType == .tcpIPv4) else {
+            throw .inconsistent("IP version \(packet[0] >> 4) with GSO type \(header.gsoTypeByte)")
         }
         guard header.checksumOffset == 16, transport + 20 <= count else {
             throw .inconsistent("TCP checksum offset \(header.checksumOffset) at \(transport) in \(count) bytes")
@@ -163,14 +119,8 @@ struct SuperPacketLayout {
             throw .inconsistent("TCP header of \(tcpHeaderLength) bytes at \(transport) in \(count) bytes")
         }
         let segmentSize = Int(header.gsoSize)
-        let payload = count - transport - tcpHeaderLength
-        guard segmentSize > 0 else { throw .inconsistent("GSO size 0") }
-        let segments = max(1, (payload + segmentSize - 1) / segmentSize)
-        guard segments <= TCPSegmentation.maximumSegments else { throw .inconsistent("\(segments) segments of \(segmentSize) bytes") }
         let headers = transport + tcpHeaderLength
-        guard payload + segments * headers <= TCPSegmentation.maximumSplitBytes else {
-            throw .inconsistent("\(segments) segments would repeat \(headers) bytes of headers each")
-        }
+        let segments = try SegmentCut.count(length: count, headers: headers, segmentSize: segmentSize)
         transportOffset = transport
         headersLength = headers
         self.segmentSize = segmentSize
