@@ -17,6 +17,11 @@ struct TUNOffloadNamespaceTests {
         let far: TUNDevice
         let nearNamespace: String
         let farNamespace: String
+
+        func close() {
+            near.close()
+            far.close()
+        }
     }
 
     /// Namespace A (10.201.0.1, fd00:201::1) and B (…2), each with a TUN device whose packets the other's device writes.
@@ -54,10 +59,7 @@ struct TUNOffloadNamespaceTests {
         let lab = NetworkNamespaceLab()
         defer { lab.cleanup() }
         let wire = try makeWire(lab, offloads: offloads)
-        defer {
-            wire.near.close()
-            wire.far.close()
-        }
+        defer { wire.close() }
         let size = 8 * 1024 * 1024
         let (sent, received) = try await transfer(lab, wire, to: address, bytes: size)
         #expect(sent.hasPrefix("\(size) "), "\(sent)")
@@ -84,10 +86,7 @@ struct TUNOffloadNamespaceTests {
         let lab = NetworkNamespaceLab()
         defer { lab.cleanup() }
         let wire = try makeWire(lab, offloads: offloads)
-        defer {
-            wire.near.close()
-            wire.far.close()
-        }
+        defer { wire.close() }
         let (size, count) = (1200, 20)
         let sink = try lab.start(in: wire.farNamespace, ["python3", "-c", NamespaceScripts.udpSink, address, "5301", String(count)])
         #expect(await sink.waitForOutput(containing: "ready", timeout: 15) != nil, "the receiver did not start: \(sink.outputSoFar)")
