@@ -696,6 +696,7 @@ run_ours() {
         CPU_CLI_PID=$client_pid CPU_SRV_PID=$server_pid
         measure "$tag"
         stop_iperf_server
+        echo "  TUN queue drops over the runs: client $(tun_drops "$CLI" "$dev"); server $(tun_drops "$SRV" stbsrv0)"
         OURS_TLS=$(grep -Eos 'tls=TLSv[0-9.]+ [A-Z0-9_]+' "$d/server.log" | head -n 1 | cut -d= -f2 || true)
         # The same tunnel, IPv6 (iperf3 -6 to the destination's IPv6 address), one stream.
         if [ "$mode" = on ]; then
@@ -712,6 +713,19 @@ run_ours() {
         fi
     fi
     stop_pids "$client_pid" "$server_pid"
+}
+
+# tun_drops NS DEV: packets the kernel dropped at a TUN device: "to the reader"
+# (its queue towards the process was full: TX on the device) and "written"
+# (packets the process wrote that the kernel refused: RX on the device).
+tun_drops() {
+    ip -n "$1" -s -j link show dev "$2" 2>/dev/null | python3 -c '
+import json, sys
+try:
+    stats = json.load(sys.stdin)[0]["stats64"]
+    print("%d to the reader, %d written" % (stats["tx"]["dropped"], stats["rx"]["dropped"]))
+except Exception:
+    print("unknown")'
 }
 
 # --- run --------------------------------------------------------------------

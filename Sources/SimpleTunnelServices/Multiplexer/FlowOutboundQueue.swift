@@ -5,7 +5,6 @@ import NIOCore
 struct FlowOutboundQueue {
     enum Item {
         case data(ByteBuffer, source: TunnelEndpoint?)
-        case packets([TunnelPacket])
         case close(TunnelConnectionCloseDirection)
     }
 
@@ -18,11 +17,6 @@ struct FlowOutboundQueue {
     mutating func appendData(_ data: ByteBuffer, source: TunnelEndpoint?) {
         bufferedBytes += data.readableBytes
         items.append(.data(data, source: source))
-    }
-
-    mutating func appendPackets(_ packets: [TunnelPacket]) {
-        bufferedBytes += packets.reduce(0) { $0 + $1.bytes.readableBytes }
-        items.append(.packets(packets))
     }
 
     mutating func appendClose(_ direction: TunnelConnectionCloseDirection) {
@@ -43,44 +37,9 @@ struct FlowOutboundQueue {
         case .data(let data, _):
             bufferedBytes -= data.readableBytes
             return items.removeFirst()
-        case .packets:
-            return .packets(popPackets(maximumCount: TunnelWireLimits.maximumPacketsPerMessage, maximumBytes: maximumChunk))
         case .close:
             return items.removeFirst()
         }
-    }
-
-    /// Packets from the front of the queue, merged across batches, for one
-    /// `packets` message of at most `maximumCount` packets and about `maximumBytes`.
-    private mutating func popPackets(maximumCount: Int, maximumBytes: Int) -> [TunnelPacket] {
-        // The common case: the first batch fits one message as it is.
-        if case .packets(let batch)? = items.first, batch.count <= maximumCount {
-            let size = batch.reduce(0) { $0 + $1.bytes.readableBytes }
-            if size <= maximumBytes || batch.count == 1 {
-                items.removeFirst()
-                bufferedBytes -= size
-                return batch
-            }
-        }
-        var message: [TunnelPacket] = []
-        var bytes = 0
-        while message.count < maximumCount, case .packets(var batch)? = items.first {
-            while message.count < maximumCount, let packet = batch.first,
-                message.isEmpty || bytes + packet.bytes.readableBytes <= maximumBytes
-            {
-                batch.removeFirst()
-                message.append(packet)
-                bytes += packet.bytes.readableBytes
-            }
-            if batch.isEmpty {
-                items.removeFirst()
-            } else {
-                items[items.startIndex] = .packets(batch)
-                break
-            }
-        }
-        bufferedBytes -= bytes
-        return message
     }
 
     /// Drops queued data (the peer can no longer take it); a queued close stays.

@@ -5,6 +5,9 @@ enum IPFlowAction {
     case none
     /// Packets with nowhere to go (the flow is not open, its queue is full): dropped, harmless.
     case drop
+    /// This many packets waited too long in the queue and were dropped (`CoDel`):
+    /// count them; the flow's turn goes on.
+    case dropWaiting(Int)
     /// Write the peer's packets to the device.
     case writeLocal([TunnelPacket])
     /// Send these packets (`bytes` in all, as the queue counted them) to the peer: the flow's turn in the tunnel.

@@ -4,8 +4,9 @@ import NIOCore
 /// ways and has no streams that end one at a time: any `close` (but type 1)
 /// ends it, as Apple's peers end every flow at its first close. It holds no
 /// early data, and its queue of packets from the device cannot pause the
-/// device (one serves every client): past the high watermark packets are
-/// dropped, as a congested router would, and TCP inside the tunnel slows down.
+/// device (one serves every client): as a congested router would, it drops
+/// packets that waited too long (`CoDel`) and, past a hard limit of bytes,
+/// every new one; TCP inside the tunnel slows down.
 ///
 /// Like `FlowState`, every event answers with the one `IPFlowAction` the
 /// multiplexer must perform; a call only our own mistake could make asserts.
@@ -23,9 +24,11 @@ struct IPFlowState {
     private(set) var phase: Phase
     /// The peer asked us to stop sending (`suspend`).
     private(set) var peerSuspended = false
-    private(set) var queue = FlowOutboundQueue()
-    /// Queued packet bytes past which the device's packets are dropped.
+    private(set) var queue = PacketQueue()
+    /// Queued packet bytes past which the device's packets are dropped on arrival.
     private let highWatermark: Int
+    /// Drops by waiting time, at the head.
+    private var delayPolicy = CoDel()
 
     private init(phase: Phase, highWatermark: Int) {
         self.phase = phase
@@ -114,19 +117,22 @@ struct IPFlowState {
         isOpen ? .writeLocal(packets) : .drop
     }
 
-    /// Packets read from the device, for the peer; dropped beyond the high watermark.
-    mutating func readPackets(_ packets: [TunnelPacket]) -> IPFlowAction {
+    /// Packets read from the device at `now`, for the peer; dropped beyond the high watermark.
+    mutating func readPackets(_ packets: [TunnelPacket], now: NIODeadline) -> IPFlowAction {
         guard isOpen, queue.bufferedBytes < highWatermark else { return .drop }
-        queue.appendPackets(packets)
+        queue.append(packets, arrived: now)
         return .none
     }
 
-    /// The tunnel has room: the next packets for it, about `maximumChunk` bytes.
-    mutating func nextToSend(maximumChunk: Int) -> IPFlowAction {
+    /// The tunnel has room at `now`: the next packets for it, about
+    /// `maximumChunk` bytes; or, when the head has waited too long, its drop.
+    mutating func nextToSend(maximumChunk: Int, now: NIODeadline) -> IPFlowAction {
+        guard isOpen, !peerSuspended, let arrived = queue.headArrival else { return .none }
+        if delayPolicy.shouldDrop(sojourn: now - arrived, queuedBytes: queue.bufferedBytes, now: now) {
+            return .dropWaiting(queue.dropFirstBatch())
+        }
         let queued = queue.bufferedBytes
-        guard isOpen, !peerSuspended, let item = queue.popFirst(maximumChunk: maximumChunk, splittable: false),
-            case .packets(let packets) = item
-        else { return .none }
+        let packets = queue.popMessage(maximumCount: TunnelWireLimits.maximumPacketsPerMessage, maximumBytes: maximumChunk)
         return .send(packets, bytes: queued - queue.bufferedBytes)
     }
 
@@ -141,7 +147,7 @@ struct IPFlowState {
     /// A `close` from the peer: any type but none ends the flow.
     mutating func peerClosed(_ direction: TunnelConnectionCloseDirection) -> IPFlowAction {
         guard direction != .none else { return .none }
-        queue = FlowOutboundQueue()
+        queue = PacketQueue()
         switch phase {
         case .open:
             return .forget

@@ -52,9 +52,6 @@ extension TunnelMultiplexer {
             case .data(let data, let source):
                 countSent(data.readableBytes)
                 output.write(.data(identifier: identifier, payload: data, endpoint: source))
-            case .packets(let packets):
-                countSent(item.payloadBytes)
-                output.write(.packets(identifier: identifier, packets: packets))
             case .close(let direction):
                 output.write(.close(identifier: identifier, direction: direction))
             }
@@ -153,11 +150,10 @@ extension TunnelMultiplexer {
 }
 
 extension FlowOutboundQueue.Item {
-    /// Bytes of data or packets this item carries to the peer.
+    /// Bytes of data this item carries to the peer.
     var payloadBytes: Int {
         switch self {
         case .data(let data, _): data.readableBytes
-        case .packets(let packets): packets.reduce(0) { $0 + $1.bytes.readableBytes }
         case .close: 0
         }
     }

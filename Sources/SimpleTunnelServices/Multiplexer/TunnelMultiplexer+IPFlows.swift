@@ -24,6 +24,8 @@ extension TunnelMultiplexer {
         case .none, .drop:
             // Callers that count drops read the returned action.
             break
+        case .dropWaiting(let count):
+            counters.metrics?.packetsDroppedForCongestion(count: count)
         case .writeLocal(let packets):
             let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
             counters.statistics.bytesFromPeer += UInt64(bytes)
@@ -55,11 +57,17 @@ extension TunnelMultiplexer {
     func sendIPTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
         var sent = 0
         var wrote = false
-        while sent < limits.maximumDataChunk, output.isWritable,
-            case .send(_, let bytes)? = transitionIP(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) })
-        {
-            wrote = true
-            sent += bytes
+        let now = NIODeadline.now()
+        turn: while sent < limits.maximumDataChunk, output.isWritable {
+            switch transitionIP(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent, now: now) }) {
+            case .send(_, let bytes)?:
+                wrote = true
+                sent += bytes
+            case .dropWaiting?:
+                continue turn
+            default:
+                break turn
+            }
         }
         schedule.turnEnded(identifier, hasMore: flows.ip[identifier]?.hasSomethingToSend ?? false)
         return wrote

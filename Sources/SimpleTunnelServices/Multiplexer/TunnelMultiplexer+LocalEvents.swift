@@ -15,7 +15,7 @@ extension TunnelMultiplexer: FlowEventSink {
 
     public func flow(_ identifier: TunnelConnectionIdentifier, didReadPackets packets: [TunnelPacket]) {
         guard !packets.isEmpty else { return }
-        if case .drop? = transitionIP(identifier, { $0.readPackets(packets) }) {
+        if case .drop? = transitionIP(identifier, { $0.readPackets(packets, now: .now()) }) {
             counters.metrics?.packetsDroppedForCongestion(count: packets.count)
         }
     }

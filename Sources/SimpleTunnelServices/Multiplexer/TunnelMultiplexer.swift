@@ -51,6 +51,12 @@ public final class TunnelMultiplexer {
 
         public init() {}
 
+        /// The bytes an IP flow's queue may hold before it drops packets on
+        /// arrival. `CoDel` keeps it far below this in steady traffic; the
+        /// room is for bursts at gigabit rates (5 ms at 5 Gbit/s is 3 MB),
+        /// and half the tunnel's budget leaves its other flows the rest.
+        var ipQueueLimit: Int { tunnelBufferBudget / 2 }
+
         var flowLimits: FlowState.Limits {
             FlowState.Limits(earlyDataAllowance: earlyDataAllowance, queue: Watermark(high: flowQueueHighWatermark, low: flowQueueLowWatermark))
         }

@@ -28,6 +28,12 @@ public protocol PacketFlow: AnyObject, Sendable {
     /// (or `startReading` once); close the flow before shutting the loops down.
     func startRouting(_ route: @escaping @Sendable (_ batch: [TunnelPacket], _ handOff: PacketHandOff) -> Void)
 
+    /// Starts delivering packets that the system routes into the device, in
+    /// order, in batches of 1 to `PacketFlowLimits.maximumBatchSize` packets,
+    /// always on `eventLoop`: for a device that one tunnel reads alone. Call
+    /// once (or `startRouting` once); close the flow before shutting the loop down.
+    func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void)
+
     /// Hands packets to the system, one write per packet (or super-packet).
     /// Callable from any thread. A full device, a packet the system refuses,
     /// a super-packet that does not hold together, or a closed flow drops
@@ -40,10 +46,12 @@ public protocol PacketFlow: AnyObject, Sendable {
 }
 
 extension PacketFlow {
-    /// Starts delivering packets that the system routes into the device, in
-    /// order, in batches of 1 to `PacketFlowLimits.maximumBatchSize` packets,
-    /// always on `eventLoop`. Call once; close the flow before shutting the loop down.
     public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
+        startReadingThroughRouting(on: eventLoop, deliver)
+    }
+
+    /// `startReading` by way of `startRouting`: the reader's batches hop to `eventLoop`.
+    func startReadingThroughRouting(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
         startRouting { batch, handOff in
             // A split super-packet can make more than one batch's worth.
             if batch.count <= PacketFlowLimits.maximumBatchSize {

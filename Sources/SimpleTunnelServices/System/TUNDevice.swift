@@ -6,14 +6,18 @@ import Glibc
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
+import Synchronization
 
-/// A Linux TUN interface (`IFF_TUN | IFF_NO_PI`) driven by its own reader
-/// thread and plain `write()` calls.
+/// A Linux TUN interface (`IFF_TUN | IFF_NO_PI`) read by its own reader
+/// thread when several tunnels share it (`startRouting`, the server), or on
+/// the one event loop that uses it (`startReading`, the client), and written
+/// with plain `write()` calls.
 ///
-/// Not a NIO channel on purpose: NIO's pipe channel gathers queued writes
-/// into one `writev`, which glues packets together on a TUN device. Here
-/// every read and every write is exactly one packet, read into a 64 KiB
-/// buffer so that no MTU can truncate one.
+/// Not written through a NIO channel on purpose: NIO's pipe channel gathers
+/// queued writes into one `writev`, which glues packets together on a TUN
+/// device. Here every read and every write is exactly one packet, read into a
+/// 64 KiB buffer so that no MTU can truncate one.
 ///
 /// With offloads (`offloads`, on unless `SIMPLETUNNEL_TUN_OFFLOAD=off` or
 /// the kernel lacks them) each read and write carries a virtio_net_hdr: a read
@@ -40,7 +44,10 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
 
     private enum State {
         case idle
+        /// Read by a thread of its own (`startRouting`).
         case reading(stopped: DispatchSemaphore)
+        /// Read by an event loop (`startReading`), through this channel.
+        case readingOnLoop(EventLoopFuture<Channel>)
         case closed
     }
 
@@ -50,6 +57,8 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
     /// The reader's counts, apart: counting a batch must not wait behind a write to the device.
     private let readCounts = NIOLockedValueBox(TUNReadTally())
     private var lastKnownMTU: Int
+    /// True once `state` is `.closed`.
+    private let closedFlag = Atomic<Bool>(false)
 
     /// Creates a TUN interface in the calling process's network namespace.
     /// - Parameter name: an exact name ("stun0") or a pattern with one `%d`
@@ -136,7 +145,7 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
             case .idle:
                 state = .reading(stopped: stopped)
                 return true
-            case .reading:
+            case .reading, .readingOnLoop:
                 preconditionFailure("TUNDevice.startRouting called twice on \(name)")
             case .closed:
                 return false
@@ -144,10 +153,8 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         }
         guard shouldStart else { return }
         let reader = TUNReaderLoop(
-            deviceFD: deviceFD, wakeFD: wakeFD, name: name, virtioHeader: offloads.virtioHeader, route: route,
-            isClosed: { [weak self] in self?.isClosed ?? true },
-            record: { [weak self] tally in self?.readCounts.withLockedValue { $0.add(tally) } },
-            logger: logger
+            reads: TUNPacketReads(deviceFD: deviceFD, name: name, virtioHeader: offloads.virtioHeader, logger: logger),
+            wakeFD: wakeFD, route: route, isClosed: { [weak self] in self?.isClosed ?? true }, record: recordRead
         )
         let thread = Thread {
             reader.run()
@@ -155,6 +162,60 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         }
         thread.name = "TUN reader \(name)"
         thread.start()
+    }
+
+    /// Adds a batch's tally to the read counters.
+    private var recordRead: @Sendable (TUNReadTally) -> Void {
+        { [weak self] tally in self?.readCounts.withLockedValue { $0.add(tally) } }
+    }
+
+    /// Reads on `eventLoop` itself (`TUNLoopReader`), through a read-only pipe
+    /// channel on a duplicate of the descriptor: no thread, and no hop
+    /// between the device and the tunnel that loop serves.
+    public func startReading(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
+        let duplicate = Glibc.dup(deviceFD)
+        guard duplicate >= 0 else {
+            logger.error("TUN device read by a thread of its own: its descriptor could not be duplicated", metadata: [
+                "device": "\(name)", "error": "\(errnoText(errno))",
+            ])
+            startReadingThroughRouting(on: eventLoop, deliver)
+            return
+        }
+        let shouldStart: Bool = lock.withLock {
+            switch state {
+            case .idle:
+                return true
+            case .reading, .readingOnLoop:
+                preconditionFailure("TUNDevice.startReading called twice on \(name)")
+            case .closed:
+                return false
+            }
+        }
+        guard shouldStart else {
+            Glibc.close(duplicate)
+            return
+        }
+        let reads = TUNPacketReads(deviceFD: duplicate, name: name, virtioHeader: offloads.virtioHeader, logger: logger)
+        let record = recordRead
+        let channel = NIOPipeBootstrap(group: eventLoop)
+            .channelOption(.recvAllocator, value: TUNLoopReader.receiveAllocator)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(TUNLoopReader(reads: reads, deliver: deliver, record: record))
+                }
+            }
+            .takingOwnershipOfDescriptor(input: duplicate)
+        channel.whenFailure { [logger, name] error in
+            // Not taken: the duplicate is still ours.
+            Glibc.close(duplicate)
+            logger.error("TUN reader did not start", metadata: ["device": "\(name)", "error": "\(error)"])
+        }
+        let closedMeanwhile: Bool = lock.withLock {
+            guard case .idle = state else { return true }
+            state = .readingOnLoop(channel)
+            return false
+        }
+        if closedMeanwhile { channel.whenSuccess { $0.close(promise: nil) } }
     }
 
     public func writePackets(_ packets: [TunnelPacket]) {
@@ -208,6 +269,7 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         let previous: State = lock.withLock {
             let previous = state
             state = .closed
+            closedFlag.store(true, ordering: .releasing)
             return previous
         }
         switch previous {
@@ -215,6 +277,20 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
             return
         case .idle:
             break
+        case .readingOnLoop(let channel):
+            // The channel closes its duplicate descriptor on its loop; off the
+            // loop, wait for that, so the interface is gone when this returns.
+            let stopped = DispatchSemaphore(value: 0)
+            channel.whenComplete { result in
+                guard case .success(let channel) = result else {
+                    stopped.signal()
+                    return
+                }
+                channel.close().whenComplete { _ in stopped.signal() }
+            }
+            if !channel.eventLoop.inEventLoop, stopped.wait(timeout: .now() + .seconds(5)) == .timedOut {
+                logger.error("TUN reader did not stop within 5 s", metadata: ["device": "\(name)"])
+            }
         case .reading(let stopped):
             _ = st_wake_fd_signal(wakeFD)
             // The reader checks for close at least every poll timeout, so this
@@ -235,10 +311,10 @@ public final class TUNDevice: PacketFlow, @unchecked Sendable {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Read by the reader thread after every wake-up: an atomic rather than
+    /// `lock`, which a write holds through its system call (and the kernel's
+    /// forwarding behind it), so the reader never waits behind a write.
     private var isClosed: Bool {
-        lock.withLock {
-            if case .closed = state { return true }
-            return false
-        }
+        closedFlag.load(ordering: .acquiring)
     }
 }

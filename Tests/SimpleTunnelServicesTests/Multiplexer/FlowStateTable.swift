@@ -42,7 +42,6 @@ extension FlowAction {
         case .writeLocal: "writeLocal"
         case .drop: "drop"
         case .send(.data): "send(data)"
-        case .send(.packets): "send(packets)"
         case .send(.close(let direction)): "send(close(\(direction)))"
         case .suspendPeer: "suspendPeer"
         case .resumePeer: "resumePeer"

@@ -14,8 +14,8 @@ enum IPFlowEvent: String, CaseIterable {
         let packets = [TunnelPacket(bytes: ByteBuffer(repeating: 0x45, count: 20))]
         switch self {
         case .peerPackets: return flow.receivePackets(packets)
-        case .localPackets: return flow.readPackets(packets)
-        case .tunnelRoom: return flow.nextToSend(maximumChunk: 64 * 1024)
+        case .localPackets: return flow.readPackets(packets, now: .uptimeNanoseconds(0))
+        case .tunnelRoom: return flow.nextToSend(maximumChunk: 64 * 1024, now: .uptimeNanoseconds(0))
         case .peerSuspend: return flow.peerSuspended(true)
         case .peerResume: return flow.peerSuspended(false)
         case .peerCloseNone: return flow.peerClosed(.none)
@@ -38,6 +38,7 @@ extension IPFlowAction {
         case .drop: "drop"
         case .writeLocal: "writeLocal"
         case .send: "send(packets)"
+        case .dropWaiting: "dropWaiting"
         case .confirmOpen: "confirmOpen"
         case .endFailedOpen(let answer): answer == nil ? "endFailedOpen" : "endFailedOpen(answer)"
         case .refuseDuplicateOpen: "refuseDuplicateOpen"

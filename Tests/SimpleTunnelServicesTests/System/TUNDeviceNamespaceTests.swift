@@ -98,14 +98,27 @@ struct TUNDeviceNamespaceTests {
         #expect(received == sizes, "receiver output: \(output)")
     }
 
-    @Test(.enabled(if: NetworkNamespaceLab.isPythonAvailable, "needs root, /dev/net/tun, `ip netns` and python3"))
-    func packetsFromTheKernelAreReadWholeInOrderInBatchesOfAtMost32() async throws {
+    /// Who reads the device: the loop that uses it (a client's) or a thread
+    /// of its own whose batches hop to that loop (how a shared device is read).
+    enum Reader: String, CaseIterable {
+        case eventLoop, thread
+
+        func start(_ device: TUNDevice, on loop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
+            switch self {
+            case .eventLoop: device.startReading(on: loop, deliver)
+            case .thread: device.startReadingThroughRouting(on: loop, deliver)
+            }
+        }
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isPythonAvailable, "needs root, /dev/net/tun, `ip netns` and python3"), arguments: Reader.allCases)
+    func packetsFromTheKernelAreReadWholeInOrderInBatchesOfAtMost32(reader: Reader) async throws {
         let lab = NetworkNamespaceLab()
         defer { lab.cleanup() }
         let (namespace, device) = try makeConfiguredDevice(lab, mtu: 1400)
         defer { device.close() }
         let collector = PacketCollector()
-        device.startReading(on: loop, collector.deliver(expecting: loop))
+        reader.start(device, on: loop, collector.deliver(expecting: loop))
 
         // 100 datagrams up to the MTU: 28 header bytes + 1372 is exactly 1400.
         let count = 100
@@ -125,28 +138,46 @@ struct TUNDeviceNamespaceTests {
         #expect(device.counters.packetsRead == collector.packets.count)
     }
 
-    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and `ip netns`"))
-    func closeStopsAnIdleReaderPromptlyAndIsIdempotent() async throws {
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and `ip netns`"), arguments: Reader.allCases)
+    func closeStopsAnIdleReaderPromptlyRemovesTheInterfaceAndIsIdempotent(reader: Reader) async throws {
         let lab = NetworkNamespaceLab()
         defer { lab.cleanup() }
-        let (_, device) = try makeConfiguredDevice(lab, name: "st-exact0")
+        let (namespace, device) = try makeConfiguredDevice(lab, name: "st-exact0")
         #expect(device.name == "st-exact0")
-        device.startReading(on: loop) { _ in }
+        reader.start(device, on: loop) { _ in }
         try await Task.sleep(for: .milliseconds(100))
+        // A loop busy elsewhere closes the reader's channel late: close waits for it.
+        loop.execute { Thread.sleep(forTimeInterval: 0.3) }
         let started = ContinuousClock.now
         device.close()
         #expect(ContinuousClock.now - started < .seconds(1))
+        let left = try lab.runner.run(["ip", "-n", namespace, "-o", "link", "show", "dev", "st-exact0"], timeout: .seconds(10))
+        #expect(left.status != 0, "no descriptor of the device is left open once close returns: \(left.standardOutput)")
         device.close()
         device.writePackets(numberedPackets(2))
         #expect(device.counters.writeDrops == 2)
     }
 
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and `ip netns`"))
-    func deletingTheInterfaceUnderAReaderLeavesCloseWorking() async throws {
+    func closingOnTheReadingLoopItselfRemovesTheInterfaceAtOnce() async throws {
+        let lab = NetworkNamespaceLab()
+        defer { lab.cleanup() }
+        let (namespace, device) = try makeConfiguredDevice(lab, name: "st-onloop0")
+        device.startReading(on: loop) { _ in }
+        try await Task.sleep(for: .milliseconds(100))
+        try await loop.submit { device.close() }.get()
+        let left = try lab.runner.run(["ip", "-n", namespace, "-o", "link", "show", "dev", "st-onloop0"], timeout: .seconds(10))
+        #expect(left.status != 0, "closed on its own loop, the reader's channel closes at once: \(left.standardOutput)")
+        device.writePackets(numberedPackets(1))
+        #expect(device.counters.writeDrops == 1)
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and `ip netns`"), arguments: Reader.allCases)
+    func deletingTheInterfaceUnderAReaderLeavesCloseWorking(reader: Reader) async throws {
         let lab = NetworkNamespaceLab()
         defer { lab.cleanup() }
         let (namespace, device) = try makeConfiguredDevice(lab)
-        device.startReading(on: loop) { _ in }
+        reader.start(device, on: loop) { _ in }
         _ = try lab.runner.runChecked(["ip", "-n", namespace, "link", "delete", device.name])
         try await Task.sleep(for: .milliseconds(200))
         device.writePackets([IPv4TestPackets.udp(from: Self.peerAddress, 1, to: Self.tunAddress, 2, payload: [1])])
