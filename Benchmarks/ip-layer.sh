@@ -10,6 +10,10 @@
 # (SIMPLETUNNEL_TUN_OFFLOAD=off on both ends), and its IPv6 throughput
 # (iperf3 -6, one stream) through the same tunnel.
 #
+# Retransmissions: the TCP segments iperf3's sender retransmitted, summed
+# over the runs: loss (or reordering) inside each tunnel, which the bare path
+# shows for comparison.
+#
 # CPU: for each side of each tunnel (the VPN client's and the VPN server's
 # process), the CPU seconds (user + system, all threads, from /proc/PID/stat)
 # spent per GB that iperf3 received, over all runs of a measurement. Kernel
@@ -346,6 +350,14 @@ iperf_received() {
         END { exit !found }' "$1"
 }
 
+# iperf_retransmits FILE: TCP segments the sender retransmitted, all streams (0 when iperf3 does not say).
+iperf_retransmits() {
+    awk -F: '
+        /"sum_sent"[[:space:]]*:/ { inside = 1 }
+        inside && index($1, "\"retransmits\"") { gsub(/[^0-9]/, "", $2); print $2 + 0; found = 1; exit }
+        END { if (!found) print 0 }' "$1"
+}
+
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.3f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # iperf_run OUT ADDRESS [IPERF3_OPTION...]: one client run to ADDRESS; waits for the server to
@@ -379,7 +391,7 @@ kind_name() {
 # By configuration tag (CONFIGS, in the order measured) and tag/kind:
 # Gbit/s median and runs, CPU seconds per GB of the client's and the server's tunnel process.
 CONFIGS=()
-declare -A NAME=() STATUS=() DETAIL=() MEDIAN=() RUNLIST=() CPU_CLI=() CPU_SRV=()
+declare -A NAME=() STATUS=() DETAIL=() MEDIAN=() RUNLIST=() CPU_CLI=() CPU_SRV=() RETRANSMITS=()
 # add_config TAG NAME: a configuration about to be measured (failed until its measurement says).
 add_config() { CONFIGS+=("$1"); NAME[$1]=$2; STATUS[$1]=failed; DETAIL[$1]=""; }
 # config_failed TAG DETAIL
@@ -430,7 +442,7 @@ perf_finish() {
 # records the median, the runs and the CPU per GB of CPU_CLI_PID and CPU_SRV_PID over all runs.
 measure_kind() {
     local tag=$1 kind=$2 target=$3 run out gbps bytes options=() runs=""
-    local c0 s0 c1 s1 cli_ticks=0 srv_ticks=0 total=0
+    local c0 s0 c1 s1 cli_ticks=0 srv_ticks=0 total=0 retransmits=0
     case $kind in down*) options+=(-R) ;; esac
     case $kind in *P) options+=(-P "$STREAMS") ;; esac
     for run in $(seq 1 "$RUNS"); do
@@ -445,6 +457,7 @@ measure_kind() {
             printf '  %-14s %-8s run %d: %7.3f Gbit/s\n' "$tag" "$(kind_name "$kind")" "$run" "$gbps"
             runs="$runs${runs:+ }$gbps"
             total=$((total + bytes))
+            retransmits=$((retransmits + $(iperf_retransmits "$out")))
             [ -n "$c0" ] && [ -n "$c1" ] && cli_ticks=$((cli_ticks + c1 - c0))
             [ -n "$s0" ] && [ -n "$s1" ] && srv_ticks=$((srv_ticks + s1 - s0))
         else
@@ -454,6 +467,7 @@ measure_kind() {
         perf_finish "${bytes:-?}" "$kind"
     done
     RUNLIST[$tag/$kind]=$runs
+    RETRANSMITS[$tag/$kind]=$retransmits
     MEDIAN[$tag/$kind]=$(tr ' ' '\n' <<<"$runs" | grep . | median || true)
     CPU_CLI[$tag/$kind]="" CPU_SRV[$tag/$kind]=""
     [ -n "$CPU_CLI_PID" ] && CPU_CLI[$tag/$kind]=$(per_gb "$cli_ticks" "$total")
@@ -787,6 +801,18 @@ for tag in "${CONFIGS[@]}"; do
     for kind in "${KINDS[@]}"; do
         printf ' %13s' "$(cell "${CPU_CLI[$tag/$kind]:-}")/$(cell "${CPU_SRV[$tag/$kind]:-}")"
     done
+    echo
+done
+echo
+
+echo "TCP segments the sender retransmitted, over all runs (loss or reordering on the path)"
+printf '  %-38s' configuration
+for kind in "${KINDS[@]}"; do printf ' %13s' "$(kind_name "$kind")"; done
+echo
+for tag in "${CONFIGS[@]}"; do
+    [ "${STATUS[$tag]}" = ok ] || continue
+    printf '  %-38s' "${NAME[$tag]}"
+    for kind in "${KINDS[@]}"; do printf ' %13s' "${RETRANSMITS[$tag/$kind]:--}"; done
     echo
 done
 echo
