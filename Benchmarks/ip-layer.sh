@@ -29,7 +29,11 @@
 # third is the kernel (TUN and socket copies, wake-ups), a fifth OpenSSL's
 # AES-GCM, and the rest our code, the Swift runtime and libc. Per-packet work
 # (the split, the merge, their checksums, one property-list object per
-# packet) remains only for a peer that takes no super-packets.
+# packet) remains only for a peer that takes no super-packets. Not loss: the
+# tunnel's queue drops by waiting time (CoDel), and one stream through it sees
+# no retransmission (the retransmission table); not wake-ups: the client reads
+# its device on the tunnel's loop, and fewer context switches (perf stat: about
+# 3.5x fewer in the client) moved throughput by no more than the noise.
 #
 # Targets printed at the end (one stream, upload): SimpleTunnel >= 5x
 # wireguard-go, >= 0.18x the bare path, >= 2x OpenVPN; download within 20%

@@ -8,9 +8,9 @@ import NIOCore
 /// The device is watched through a read-only NIO pipe channel on a duplicate
 /// of its descriptor. NIO reads one packet per readiness (a TUN read never
 /// fills its buffer, which NIO takes for "nothing more"), so this handler reads
-/// the rest waiting itself, up to a batch, from the device's own descriptor.
-/// That descriptor is closed only on this loop, after the channel
-/// (`TUNDevice.close`), so no read here can meet a reused number.
+/// the rest waiting itself, up to a batch, from that same duplicate: NIO
+/// closes it on this loop, when the channel closes, and this handler only
+/// runs while the channel is open, so no read here can meet a reused number.
 final class TUNLoopReader: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
