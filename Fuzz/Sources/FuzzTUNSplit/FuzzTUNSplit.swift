@@ -40,7 +40,7 @@ func fuzzTUNSplit(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     }
     var copy = [UInt8](packet)
-    let whole = copy.withUnsafeMutableBytes { TUNReaderLoop.wholeSuperPacket($0, header: header, allocator: allocator) }
+    let whole = copy.withUnsafeMutableBytes { TUNPacketReads.wholeSuperPacket($0, header: header, allocator: allocator) }
     if let whole {
         guard let cut = try? SuperPacket.segments(of: whole, allocator: allocator), cut == segments else {
             fatalError("a super-packet cut by the peer differs from the one cut here")

@@ -26,23 +26,23 @@ struct IPFlowState {
     private(set) var peerSuspended = false
     private(set) var queue = PacketQueue()
     /// Queued packet bytes past which the device's packets are dropped on arrival.
-    private let highWatermark: Int
+    private let queueLimit: Int
     /// Drops by waiting time, at the head.
     private var delayPolicy = CoDel()
 
-    private init(phase: Phase, highWatermark: Int) {
+    private init(phase: Phase, queueLimit: Int) {
         self.phase = phase
-        self.highWatermark = highWatermark
+        self.queueLimit = queueLimit
     }
 
     /// Server: the peer asked for the flow; the IP layer is leasing.
-    static func opening(highWatermark: Int) -> IPFlowState {
-        IPFlowState(phase: .opening, highWatermark: highWatermark)
+    static func opening(queueLimit: Int) -> IPFlowState {
+        IPFlowState(phase: .opening, queueLimit: queueLimit)
     }
 
     /// Client: we sent `open` for the device.
-    static func awaitingOpenResult(highWatermark: Int) -> IPFlowState {
-        IPFlowState(phase: .awaitingOpenResult, highWatermark: highWatermark)
+    static func awaitingOpenResult(queueLimit: Int) -> IPFlowState {
+        IPFlowState(phase: .awaitingOpenResult, queueLimit: queueLimit)
     }
 
     var isOpen: Bool {
@@ -117,9 +117,9 @@ struct IPFlowState {
         isOpen ? .writeLocal(packets) : .drop
     }
 
-    /// Packets read from the device at `now`, for the peer; dropped beyond the high watermark.
+    /// Packets read from the device at `now`, for the peer; dropped once the queue holds its limit.
     mutating func readPackets(_ packets: [TunnelPacket], now: NIODeadline) -> IPFlowAction {
-        guard isOpen, queue.bufferedBytes < highWatermark else { return .drop }
+        guard isOpen, queue.bufferedBytes < queueLimit else { return .drop }
         queue.append(packets, arrived: now)
         return .none
     }

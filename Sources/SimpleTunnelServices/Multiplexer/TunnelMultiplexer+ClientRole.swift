@@ -36,7 +36,7 @@ extension TunnelMultiplexer {
         client.opens[identifier] = completion
         sendControl(.open(identifier: identifier, request: request))
         if kind == .ip {
-            addIPFlow(identifier, .awaitingOpenResult(highWatermark: limits.ipQueueLimit), endpoint: end)
+            addIPFlow(identifier, .awaitingOpenResult(queueLimit: limits.ipQueueLimit), endpoint: end)
         } else {
             addFlow(identifier, .awaitingOpenResult(kind, limits: limits.flowLimits, now: .now()), endpoint: end)
         }

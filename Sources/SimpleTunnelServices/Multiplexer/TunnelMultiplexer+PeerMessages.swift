@@ -121,7 +121,7 @@ extension TunnelMultiplexer {
             return
         }
         if kind == .ip {
-            addIPFlow(identifier, .opening(highWatermark: limits.ipQueueLimit), endpoint: nil)
+            addIPFlow(identifier, .opening(queueLimit: limits.ipQueueLimit), endpoint: nil)
         } else {
             addFlow(identifier, .opening(kind, limits: limits.flowLimits, now: .now()), endpoint: nil)
         }

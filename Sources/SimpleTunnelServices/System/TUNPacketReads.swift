@@ -5,6 +5,21 @@ import Glibc
 import Logging
 import NIOCore
 
+/// What one batch of reads read.
+struct TUNReadTally: Sendable {
+    var packets = 0
+    var bytes = 0
+    var superPackets = 0
+    var malformed = 0
+
+    mutating func add(_ other: TUNReadTally) {
+        packets += other.packets
+        bytes += other.bytes
+        superPackets += other.superPackets
+        malformed += other.malformed
+    }
+}
+
 /// How a TUN device's reads become packets, whoever waits for them (the
 /// reader thread, `TUNReaderLoop`, or an event loop, `TUNLoopReader`): one
 /// `read()` per packet into a 64 KiB buffer, its virtio_net_hdr unpacked, a
@@ -86,7 +101,7 @@ struct TUNPacketReads: Sendable {
             guard let header = VirtioNetHeader(UnsafeRawBufferPointer(bytes)) else { return .failure(.truncatedHeader(bytes: count)) }
             let packet = UnsafeMutableRawBufferPointer(rebasing: bytes[VirtioNetHeader.size...])
             if header.gsoType != VirtioNetHeader.GSOType.none { batch.tally.superPackets += 1 }
-            if let segmentSize = TUNReaderLoop.prepareWholeSuperPacket(packet, header: header) {
+            if let segmentSize = Self.prepareWholeSuperPacket(packet, header: header) {
                 if packet.count >= Self.minimumHandedOver {
                     handOver = segmentSize
                 } else {
@@ -116,5 +131,37 @@ struct TUNPacketReads: Sendable {
         else { return false }
         batch.packets.append(TunnelPacket(bytes: bytes, segmentSize: segmentSize))
         return true
+    }
+
+    /// `packet` (a read's bytes after its virtio_net_hdr) as a TCP super-packet
+    /// the wire carries whole, copied.
+    static func wholeSuperPacket(_ packet: UnsafeMutableRawBufferPointer, header: VirtioNetHeader, allocator: ByteBufferAllocator) -> TunnelPacket? {
+        guard let segmentSize = prepareWholeSuperPacket(packet, header: header) else { return nil }
+        var buffer = allocator.buffer(capacity: packet.count)
+        buffer.writeBytes(UnsafeRawBufferPointer(packet))
+        return TunnelPacket(bytes: buffer, segmentSize: segmentSize)
+    }
+
+    /// Makes `packet` a TCP super-packet as the wire carries it (PROTOCOL.md B8),
+    /// in place: its TCP checksum field the pseudo-header's sum over the whole
+    /// TCP length and its IPv4 header checksum valid, whatever the kernel left,
+    /// so the receiver can hand it to its own device as it is. Returns its
+    /// segment size; nil for anything else, which is split or completed as before.
+    static func prepareWholeSuperPacket(_ packet: UnsafeMutableRawBufferPointer, header: VirtioNetHeader) -> UInt16? {
+        // Whole only when the header the receiver will rebuild is the kernel's own.
+        guard header.gsoType == .tcpIPv4 || header.gsoType == .tcpIPv6, header.gsoSize > 0,
+            let (rebuilt, layout) = try? SuperPacket.header(for: UnsafeRawBufferPointer(packet), segmentSize: header.gsoSize),
+            layout.segmentCount > 1, rebuilt.gsoType == header.gsoType, rebuilt.checksumStart == header.checksumStart,
+            header.checksumOffset == 16
+        else { return nil }
+        let transport = layout.transportOffset
+        if layout.isIPv4 {
+            packet.storeBigEndian(UInt16(0), at: 10)
+            packet.storeBigEndian(InternetChecksum.finish(InternetChecksum.sum(UnsafeRawBufferPointer(rebasing: packet[..<transport]))), at: 10)
+        }
+        let addresses = UnsafeRawBufferPointer(rebasing: layout.isIPv4 ? packet[12..<20] : packet[8..<40])
+        let pseudo = InternetChecksum.pseudoHeaderSum(addresses: addresses, protocolNumber: TCPSegmentation.tcpProtocolNumber, transportLength: packet.count - transport)
+        packet.storeBigEndian(UInt16(truncatingIfNeeded: InternetChecksum.fold(UInt64(pseudo))), at: transport + 16)
+        return header.gsoSize
     }
 }

@@ -79,7 +79,7 @@ enum IPFlowStateTable {
     ]
 
     static func reach(_ path: [IPFlowEvent], server: Bool) -> IPFlowState {
-        var flow: IPFlowState = server ? .opening(highWatermark: 4096) : .awaitingOpenResult(highWatermark: 4096)
+        var flow: IPFlowState = server ? .opening(queueLimit: 4096) : .awaitingOpenResult(queueLimit: 4096)
         for event in path { event.apply(to: &flow) }
         return flow
     }

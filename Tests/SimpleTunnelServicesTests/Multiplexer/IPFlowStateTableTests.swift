@@ -37,7 +37,7 @@ struct IPFlowStateTableTests {
 struct IPFlowStateTrapTests {
     @Test func openingAClientsFlowTraps() async {
         await #expect(processExitsWith: .failure) {
-            var flow = IPFlowState.awaitingOpenResult(highWatermark: 4096)
+            var flow = IPFlowState.awaitingOpenResult(queueLimit: 4096)
             IPFlowEvent.openSucceeded.apply(to: &flow)
         }
     }
@@ -51,7 +51,7 @@ struct IPFlowStateTrapTests {
 
     @Test func anOpenResultForAServersFlowTraps() async {
         await #expect(processExitsWith: .failure) {
-            var flow = IPFlowState.opening(highWatermark: 4096)
+            var flow = IPFlowState.opening(queueLimit: 4096)
             IPFlowEvent.openResultSuccess.apply(to: &flow)
         }
     }

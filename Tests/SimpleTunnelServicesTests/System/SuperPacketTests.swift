@@ -27,7 +27,7 @@ struct SuperPacketTests {
 
     func whole(_ packet: [UInt8], _ header: VirtioNetHeader) -> TunnelPacket? {
         var copy = packet
-        return copy.withUnsafeMutableBytes { TUNReaderLoop.wholeSuperPacket($0, header: header, allocator: allocator) }
+        return copy.withUnsafeMutableBytes { TUNPacketReads.wholeSuperPacket($0, header: header, allocator: allocator) }
     }
 
     @Test(arguments: [true, false])
