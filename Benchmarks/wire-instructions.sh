@@ -21,7 +21,7 @@ instructions() {
 short=1000
 long=6000
 if [ $# -eq 0 ]; then
-    set -- "open tcp" "openResult" "close" "data 64 B" "data 64 B udp" "data 16 KiB" "packets 32x1400"
+    set -- "open tcp" "openResult" "close" "data 64 B" "data 64 B udp" "data 16 KiB" "packets 32x1400" "packets 1x64KiB"
 fi
 # WIRE_MODES="decode" measures one column only.
 modes=${WIRE_MODES:-encode pieces decode}

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes frames that sit just inside the property-list reader's budgets: the
-ones that make the server hold the most while decoding. Fuzz/run.sh seeds the
+ones that make the server hold the most while decoding (and a few packets
+messages in our own layout). Fuzz/run.sh seeds the
 frame and login-gate targets with them, whose harnesses check what decoding
 held. Usage: heavy_frames.py FOLDER"""
 import os
@@ -53,6 +54,29 @@ def wide_dictionary(count):
     return data_message([bp_dict(list(range(first + 1, first + 1 + count)), [value] * count, 2)] + keys + [bp_int(0)])
 
 
+def our_packets(count, with_segment_sizes, length=40):
+    """A packets message (command 8) laid out as our writer lays it out: keys
+    identifier, command, packets, protocols (and segment-sizes) in that order,
+    each array followed by its elements. The frame reader reads this layout
+    directly, so these seeds lead the fuzzer to its checks."""
+    arrays = 3 if with_segment_sizes else 2
+    keys = 2 + arrays
+    objects_count = 1 + keys + 2 + arrays * (1 + count)
+    ref_size = 1 if objects_count <= 256 else 2
+    first_array = 1 + keys + 2
+    array_objects = [first_array + slot * (1 + count) for slot in range(arrays)]
+    names = ["identifier", "command", "packets", "protocols", "segment-sizes"][:keys]
+    objects = [bp_dict(list(range(1, keys + 1)), [1 + keys, 2 + keys] + array_objects, ref_size)]
+    objects += [bp_ascii(name) for name in names] + [bp_int(7), bp_int(8)]
+    columns = [[bp_data(bytes([i % 256]) * (length + i)) for i in range(count)],
+               [bp_int(2 if i % 2 == 0 else 30) for i in range(count)],
+               [bp_int(1000 + i) for i in range(count)]]
+    for slot in range(arrays):
+        objects.append(bp_array([array_objects[slot] + 1 + i for i in range(count)], ref_size))
+        objects += columns[slot]
+    return assemble(objects, ref_size=ref_size)
+
+
 def fits(objects):
     document = assemble(objects, ref_size=2)
     return len(document) + 4 <= MAXIMUM_FRAME, document
@@ -81,6 +105,13 @@ def main():
         "many-small-arrays": largest(many_small_arrays, 1, 30000),
         "wide-dictionary": largest(wide_dictionary, 1, 20000),
     }
+    # Not heavy: the IP path's message as our peers write it, inside and past the direct reader's limit.
+    shapes.update({
+        "our-packets-2": our_packets(2, False),
+        "our-packets-3-segment-sizes": our_packets(3, True),
+        "our-packets-200-segment-sizes": our_packets(200, True, 4),
+        "our-packets-300": our_packets(300, False, 4),
+    })
     for name, document in shapes.items():
         with open(os.path.join(folder, f"heavy-{name}.bin"), "wb") as out:
             out.write(frame(document))

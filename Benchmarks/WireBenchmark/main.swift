@@ -20,6 +20,7 @@ struct Scenario {
 
 let dataPayload = ByteBuffer(bytes: (0..<16_384).map { UInt8(truncatingIfNeeded: $0) })
 let packet = ByteBuffer(bytes: (0..<1_400).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+let superPacket = ByteBuffer(bytes: (0..<65_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
 let smallPayload = ByteBuffer(bytes: (0..<64).map { UInt8(truncatingIfNeeded: $0) })
 let flow: TunnelConnectionIdentifier = -4_611_686_018_427_387_904  // Apple's hashes use all 64 bits
 let scenarios = [
@@ -28,6 +29,12 @@ let scenarios = [
         name: "packets 32x1400",
         message: .packets(identifier: 42, packets: Array(repeating: TunnelPacket(bytes: packet, protocolNumber: 2), count: 32)),
         payloadBytes: 32 * 1_400
+    ),
+    // The IP path's usual message between two Linux peers: one TCP super-packet carried whole (PROTOCOL.md B8).
+    Scenario(
+        name: "packets 1x64KiB",
+        message: .packets(identifier: 42, packets: [TunnelPacket(bytes: superPacket, protocolNumber: 2, segmentSize: 1_348)]),
+        payloadBytes: 65_000
     ),
     // The per-flow messages: one of each per TCP flow, besides its data.
     Scenario(name: "open tcp", message: .open(identifier: flow, request: .tcp(TunnelEndpoint(host: "example.com", port: 443))), payloadBytes: 0),

@@ -11,8 +11,9 @@ let reportsHeap = getenv("FUZZ_REPORT_HEAP") != nil
 
 /// Bytes from a peer's tunnel: frames, their property lists, their messages.
 /// Decoding a frame may not make the process hold more than a mebibyte with
-/// the bytes read (PROTOCOL.md B5), and a message that decodes must encode
-/// and decode back to itself.
+/// the bytes read (PROTOCOL.md B5), a message that decodes must encode and
+/// decode back to itself, and the direct `packets` reader must agree with the
+/// general one.
 func fuzzFrameDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var stream = ByteBuffer(bytes: UnsafeBufferPointer(start: data, count: size))
     while true {
@@ -20,7 +21,12 @@ func fuzzFrameDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let (decoded, held) = HeapMeter.measure { () -> TunnelMessage?? in
             do {
                 guard let payload = try TunnelFrameDecoder.nextPayload(from: &stream) else { return nil }
-                return .some(try? TunnelFrame.decodeMessage(payload: payload))
+                let message = try? TunnelFrame.decodeMessage(payload: payload)
+                // The packets fast path reads nothing the general reader would refuse or read otherwise.
+                if message != (try? TunnelFrame.decodeMessageThroughPropertyList(payload: payload)) {
+                    fatalError("the direct and the general reader disagree on \(String(describing: message))")
+                }
+                return .some(message)
             } catch {
                 return nil  // a bad length ends the tunnel
             }

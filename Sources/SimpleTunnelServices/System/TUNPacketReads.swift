@@ -92,44 +92,48 @@ struct TUNPacketReads: Sendable {
     /// One read of a device with a virtio_net_hdr: its packet, its TCP
     /// super-packet whole, or (one with IPv6 extension headers) the segments
     /// of that. A header that does not fit is dropped and noted.
+    ///
+    /// The read is looked at without writing to it, and a super-packet's
+    /// checksum fields are set only where the kernel left other values: a
+    /// read NIO's receive pool still references (`TUNLoopReader`'s first)
+    /// would be copied whole by any write into it.
     private func unpack(
         _ read: inout ByteBuffer, allocator: ByteBufferAllocator, into batch: inout Batch, malformedLog: inout LineRateLimiter
     ) -> Bool {
-        var handOver: UInt16?
-        let outcome: Result<Void, TUNOffloadError> = read.withUnsafeMutableReadableBytes { bytes in
-            let count = bytes.count
-            guard let header = VirtioNetHeader(UnsafeRawBufferPointer(bytes)) else { return .failure(.truncatedHeader(bytes: count)) }
-            let packet = UnsafeMutableRawBufferPointer(rebasing: bytes[VirtioNetHeader.size...])
+        let outcome: Result<WholeSuperPacketFields?, TUNOffloadError> = read.withUnsafeReadableBytes { bytes in
+            guard let header = VirtioNetHeader(bytes) else { return .failure(.truncatedHeader(bytes: bytes.count)) }
+            let packet = UnsafeRawBufferPointer(rebasing: bytes[VirtioNetHeader.size...])
             if header.gsoType != VirtioNetHeader.GSOType.none { batch.tally.superPackets += 1 }
-            if let segmentSize = Self.prepareWholeSuperPacket(packet, header: header) {
-                if packet.count >= Self.minimumHandedOver {
-                    handOver = segmentSize
-                } else {
-                    var copy = allocator.buffer(capacity: packet.count)
-                    copy.writeBytes(UnsafeRawBufferPointer(packet))
-                    batch.packets.append(TunnelPacket(bytes: copy, segmentSize: segmentSize))
-                }
-                return .success(())
-            }
+            if let whole = WholeSuperPacketFields(packet, header: header) { return .success(whole) }
             do throws(TUNOffloadError) {
                 var segments: [ByteBuffer] = []
-                try TCPSegmentation.split(UnsafeRawBufferPointer(packet), header: header, allocator: allocator, into: &segments)
+                try TCPSegmentation.split(packet, header: header, allocator: allocator, into: &segments)
                 batch.packets.append(contentsOf: segments.map { TunnelPacket(bytes: $0) })
-                return .success(())
+                return .success(nil)
             } catch {
                 return .failure(error)
             }
         }
-        if case .failure(let error) = outcome {
+        let whole: WholeSuperPacketFields
+        switch outcome {
+        case .success(nil):
+            return false
+        case .success(.some(let fields)):
+            whole = fields
+        case .failure(let error):
             batch.tally.malformed += 1
             if let suppressed = malformedLog.admit() {
                 logger.warning("TUN read dropped", metadata: ["device": "\(name)", "reason": "\(error)", "suppressed": "\(suppressed)"])
             }
+            return false
         }
-        guard let segmentSize = handOver,
-            let bytes = read.getSlice(at: read.readerIndex + VirtioNetHeader.size, length: read.readableBytes - VirtioNetHeader.size)
-        else { return false }
-        batch.packets.append(TunnelPacket(bytes: bytes, segmentSize: segmentSize))
+        read.moveReaderIndex(forwardBy: VirtioNetHeader.size)
+        whole.store(into: &read)
+        guard read.readableBytes >= Self.minimumHandedOver else {
+            batch.packets.append(TunnelPacket(bytes: allocator.buffer(buffer: read), segmentSize: whole.segmentSize))
+            return false
+        }
+        batch.packets.append(TunnelPacket(bytes: read, segmentSize: whole.segmentSize))
         return true
     }
 
@@ -142,26 +146,12 @@ struct TUNPacketReads: Sendable {
         return TunnelPacket(bytes: buffer, segmentSize: segmentSize)
     }
 
-    /// Makes `packet` a TCP super-packet as the wire carries it (PROTOCOL.md B8),
-    /// in place: its TCP checksum field the pseudo-header's sum over the whole
-    /// TCP length and its IPv4 header checksum valid, whatever the kernel left,
-    /// so the receiver can hand it to its own device as it is. Returns its
-    /// segment size; nil for anything else, which is split or completed as before.
+    /// Makes `packet` a TCP super-packet as the wire carries it (PROTOCOL.md
+    /// B8), in place (`WholeSuperPacketFields`). Returns its segment size; nil
+    /// for anything else, which is split or completed as before.
     static func prepareWholeSuperPacket(_ packet: UnsafeMutableRawBufferPointer, header: VirtioNetHeader) -> UInt16? {
-        // Whole only when the header the receiver will rebuild is the kernel's own.
-        guard header.gsoType == .tcpIPv4 || header.gsoType == .tcpIPv6, header.gsoSize > 0,
-            let (rebuilt, layout) = try? SuperPacket.header(for: UnsafeRawBufferPointer(packet), segmentSize: header.gsoSize),
-            layout.segmentCount > 1, rebuilt.gsoType == header.gsoType, rebuilt.checksumStart == header.checksumStart,
-            header.checksumOffset == 16
-        else { return nil }
-        let transport = layout.transportOffset
-        if layout.isIPv4 {
-            packet.storeBigEndian(UInt16(0), at: 10)
-            packet.storeBigEndian(InternetChecksum.finish(InternetChecksum.sum(UnsafeRawBufferPointer(rebasing: packet[..<transport]))), at: 10)
-        }
-        let addresses = UnsafeRawBufferPointer(rebasing: layout.isIPv4 ? packet[12..<20] : packet[8..<40])
-        let pseudo = InternetChecksum.pseudoHeaderSum(addresses: addresses, protocolNumber: TCPSegmentation.tcpProtocolNumber, transportLength: packet.count - transport)
-        packet.storeBigEndian(UInt16(truncatingIfNeeded: InternetChecksum.fold(UInt64(pseudo))), at: transport + 16)
-        return header.gsoSize
+        guard let whole = WholeSuperPacketFields(UnsafeRawBufferPointer(packet), header: header) else { return nil }
+        whole.store(into: packet)
+        return whole.segmentSize
     }
 }

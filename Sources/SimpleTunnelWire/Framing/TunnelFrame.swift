@@ -20,6 +20,15 @@ public enum TunnelFrame {
 
     /// Decodes one frame's payload (the bytes after the length prefix).
     public static func decodeMessage(payload: ByteBuffer) throws(TunnelWireError) -> TunnelMessage {
+        // The IP path's message as our peers write it, without the property-list tree; all else below.
+        if let packets = PacketsFrameReader.read(payload) { return packets }
+        return try decodeMessageThroughPropertyList(payload: payload)
+    }
+
+    /// `decodeMessage` through the general property-list reader alone, for
+    /// every message and every writer's layout (and for tests and fuzzing that
+    /// compare the two paths).
+    public static func decodeMessageThroughPropertyList(payload: ByteBuffer) throws(TunnelWireError) -> TunnelMessage {
         let propertyList: PropertyListValue
         do {
             propertyList = try PropertyListReader.read(payload)
@@ -49,6 +58,9 @@ public enum TunnelFrame {
     static func writeFrame(
         _ message: TunnelMessage, into buffer: inout ByteBuffer, detachingDataOf minimumDetached: Int
     ) throws(TunnelFrameError) -> BinaryPropertyListWriter.Detached? {
+        if case .packets(let identifier, let packets) = message {
+            return try PacketsFrameWriter.write(identifier: identifier, packets: packets, into: &buffer, detachingDataOf: minimumDetached)
+        }
         var size = ScalarDictionarySize(detachingDataOf: minimumDetached)
         if let shape = message.offerScalarValues(to: &size), size.isWritable {
             return try writeScalarFrame(message, shape: shape, size: size, into: &buffer)

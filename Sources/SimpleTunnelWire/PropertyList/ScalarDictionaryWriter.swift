@@ -26,7 +26,7 @@ struct ScalarDictionarySize: ScalarValueSink {
     }
 
     mutating func integer(_ value: Int64) {
-        valueBytes += ScalarDictionaryWriter.integerLength(value)
+        valueBytes += RawDocumentStore.integerLength(value)
     }
 
     mutating func string(_ value: String) {
@@ -34,12 +34,12 @@ struct ScalarDictionarySize: ScalarValueSink {
             isWritable = false
             return
         }
-        valueBytes += ScalarDictionaryWriter.markerLength(count: count) + count
+        valueBytes += RawDocumentStore.markerLength(count: count) + count
     }
 
     mutating func data(_ value: ByteBuffer) {
         let count = value.readableBytes
-        valueBytes += ScalarDictionaryWriter.markerLength(count: count) + count
+        valueBytes += RawDocumentStore.markerLength(count: count) + count
         if !hasDetached, count >= minimumDetached {
             hasDetached = true
             detachedBytes = count
@@ -49,30 +49,26 @@ struct ScalarDictionarySize: ScalarValueSink {
     /// The document's length, detached payload included.
     func documentLength(_ shape: ScalarDictionaryShape) -> Int {
         let tableStart = shape.head.count + valueBytes
-        let offsetWidth = BinaryPropertyListFormat.byteWidth(of: UInt64(tableStart))
-        return tableStart + offsetWidth * shape.objectCount + BinaryPropertyListFormat.trailerLength
+        return tableStart + RawDocumentStore.tableLength(objectCount: shape.objectCount, tableStart: tableStart)
     }
 }
 
-/// Writes a dictionary of scalars with raw stores into memory reserved for
-/// exactly its size, with none of `ByteBuffer`'s per-write checks. The bytes
-/// are those of `BinaryPropertyListWriter.writeDictionary` for the same
-/// entries; every store is still bounds-checked against the reservation.
+/// Writes a dictionary of scalars in one pass into memory reserved for
+/// exactly its size (`RawDocumentStore`). The bytes are those of
+/// `BinaryPropertyListWriter.writeDictionary` for the same entries.
 struct ScalarDictionaryWriter: ScalarValueSink {
-    private let memory: UnsafeMutableRawBufferPointer
+    private var raw: RawDocumentStore
     private let minimumDetached: Int
-    /// Next byte in `memory`.
-    private var index = 0
-    /// Where the document starts in `memory`, after the frame's length.
+    /// Where the document starts in the memory, after the frame's length.
     private var documentStart = 0
-    /// The payload left out of `memory`, and the index where it belongs.
+    /// The payload left out of the memory, and the index where it belongs.
     private(set) var detached: (index: Int, bytes: ByteBuffer)?
     /// Document offsets of the values so far, for the offset table (14: `ScalarDictionaryShape.maximumKeys`).
     private var valueOffsets = InlineArray<14, Int>(repeating: 0)
     private var valueCount = 0
 
     private init(memory: UnsafeMutableRawBufferPointer, minimumDetached: Int) {
-        self.memory = memory
+        self.raw = RawDocumentStore(memory: memory)
         self.minimumDetached = minimumDetached
     }
 
@@ -92,12 +88,12 @@ struct ScalarDictionaryWriter: ScalarValueSink {
             var writer = ScalarDictionaryWriter(
                 memory: UnsafeMutableRawBufferPointer(rebasing: memory[..<length]), minimumDetached: size.minimumDetached
             )
-            writer.store(lengthPrefix.byteSwapped)  // a big-endian store of the swapped value: little-endian
-            writer.documentStart = writer.index
-            shape.head.withUnsafeBytes { writer.copy($0) }
+            writer.raw.store(lengthPrefix.byteSwapped)  // a big-endian store of the swapped value: little-endian
+            writer.documentStart = writer.raw.index
+            shape.head.withUnsafeBytes { writer.raw.copy($0) }
             writeValues(&writer)
             writer.finish(shape)
-            precondition(writer.index == length, "sized and written alike")
+            precondition(writer.raw.index == length, "sized and written alike")
             detached = writer.detached.map { .init(offset: start + $0.index, bytes: $0.bytes) }
             return length
         }
@@ -108,49 +104,34 @@ struct ScalarDictionaryWriter: ScalarValueSink {
 
     mutating func integer(_ value: Int64) {
         recordValueOffset()
-        writeInteger(value)
+        raw.writeInteger(value)
     }
 
     mutating func string(_ value: String) {
         recordValueOffset()
         let utf8 = value.utf8
-        writeMarker(.asciiString, count: utf8.count)
-        let copied: Void? = utf8.withContiguousStorageIfAvailable { copy(UnsafeRawBufferPointer($0)) }
+        raw.writeMarker(.asciiString, count: utf8.count)
+        let copied: Void? = utf8.withContiguousStorageIfAvailable { raw.copy(UnsafeRawBufferPointer($0)) }
         if copied == nil {
-            for byte in utf8 { store(byte) }
+            for byte in utf8 { raw.store(byte) }
         }
     }
 
     mutating func data(_ value: ByteBuffer) {
         recordValueOffset()
-        writeMarker(.data, count: value.readableBytes)
+        raw.writeMarker(.data, count: value.readableBytes)
         if detached == nil, value.readableBytes >= minimumDetached {
-            detached = (index, value)
+            detached = (raw.index, value)
         } else {
-            value.withUnsafeReadableBytes { copy($0) }
+            value.withUnsafeReadableBytes { raw.copy($0) }
         }
-    }
-
-    // MARK: Sizes (for ScalarDictionarySize)
-
-    /// Bytes of the payload of an integer object: 1, 2 and 4 unsigned, else 8 signed.
-    static func integerWidth(_ value: Int64) -> Int {
-        value < 0 ? 8 : BinaryPropertyListFormat.byteWidth(of: UInt64(value))
-    }
-
-    static func integerLength(_ value: Int64) -> Int {
-        1 + integerWidth(value)
-    }
-
-    static func markerLength(count: Int) -> Int {
-        count < Int(BinaryPropertyListFormat.extendedCount) ? 1 : 1 + integerLength(Int64(count))
     }
 
     // MARK: Pieces
 
     /// Where the next byte goes in the document, detached bytes included.
     private var position: Int {
-        index - documentStart + (detached?.bytes.readableBytes ?? 0)
+        raw.index - documentStart + (detached?.bytes.readableBytes ?? 0)
     }
 
     @inline(__always)
@@ -164,62 +145,10 @@ struct ScalarDictionaryWriter: ScalarValueSink {
     private mutating func finish(_ shape: ScalarDictionaryShape) {
         precondition(valueCount == shape.keyCount, "one value per key")
         let tableStart = position
-        let offsetWidth = BinaryPropertyListFormat.byteWidth(of: UInt64(tableStart))
-        for offset in shape.headOffsets {
-            storeUnsigned(UInt64(offset), width: offsetWidth)
-        }
-        for slot in 0..<valueCount {
-            storeUnsigned(UInt64(valueOffsets[slot]), width: offsetWidth)
-        }
-        store(UInt32(0))  // six unused bytes, the last being the sort version
-        store(UInt16(0))
-        store(UInt8(offsetWidth))
-        store(UInt8(1))  // reference width: fewer than 256 objects
-        store(UInt64(shape.objectCount))
-        store(UInt64(0))  // top object
-        store(UInt64(tableStart))
-    }
-
-    @inline(__always)
-    private mutating func writeInteger(_ value: Int64) {
-        let width = Self.integerWidth(value)
-        // The low nibble is log2 of the width.
-        store(BinaryPropertyListFormat.Marker.integer.rawValue << 4 | UInt8(width.trailingZeroBitCount))
-        storeUnsigned(UInt64(bitPattern: value), width: width)
-    }
-
-    private mutating func writeMarker(_ marker: BinaryPropertyListFormat.Marker, count: Int) {
-        if count < Int(BinaryPropertyListFormat.extendedCount) {
-            store(marker.rawValue << 4 | UInt8(count))
-        } else {
-            store(marker.rawValue << 4 | BinaryPropertyListFormat.extendedCount)
-            writeInteger(Int64(count))
-        }
-    }
-
-    @inline(__always)
-    private mutating func storeUnsigned(_ value: UInt64, width: Int) {
-        switch width {
-        case 1: store(UInt8(truncatingIfNeeded: value))
-        case 2: store(UInt16(truncatingIfNeeded: value))
-        case 4: store(UInt32(truncatingIfNeeded: value))
-        default: store(value)
-        }
-    }
-
-    /// Stores `value` big-endian.
-    @inline(__always)
-    private mutating func store<Integer: FixedWidthInteger>(_ value: Integer) {
-        let width = MemoryLayout<Integer>.size
-        precondition(index + width <= memory.count, "write past the reserved size")
-        memory.storeBytes(of: value.bigEndian, toByteOffset: index, as: Integer.self)
-        index += width
-    }
-
-    @inline(__always)
-    private mutating func copy(_ bytes: UnsafeRawBufferPointer) {
-        precondition(index + bytes.count <= memory.count, "write past the reserved size")
-        UnsafeMutableRawBufferPointer(rebasing: memory[index..<index + bytes.count]).copyMemory(from: bytes)
-        index += bytes.count
+        let values = valueOffsets
+        raw.writeOffsets(shape.headOffsets, tableStart: tableStart)
+        raw.writeOffsets((0..<valueCount).lazy.map { values[$0] }, tableStart: tableStart)
+        // Fewer than 256 objects: references take one byte.
+        raw.writeTrailer(objectCount: shape.objectCount, referenceWidth: 1, tableStart: tableStart)
     }
 }

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import Testing
 @testable import SimpleTunnelServices
@@ -58,6 +59,38 @@ struct SuperPacketTests {
         #expect(write.segments == 4)
         // What the kernel completes per segment: the pseudo-header's sum over the whole TCP length stands in the field.
         #expect(write.packet == carried.bytes)
+    }
+
+    /// A read NIO's receive pool still references (the client's loop reader's
+    /// first): handed over without a copy when its fields are already the
+    /// wire's, and otherwise fixed in a copy, leaving the pool's bytes alone.
+    @Test(arguments: [true, false])
+    func aSharedReadIsHandedOverUncopiedUnlessAFieldMustChange(isIPv4: Bool) throws {
+        let flow = TCPTestFlow(isIPv4: isIPv4)
+        let (packet, header) = kernelRead(flow, payload: 20 * Self.mss)
+        var prepared = packet
+        let segmentSize = prepared.withUnsafeMutableBytes { TUNPacketReads.prepareWholeSuperPacket($0, header: header) }
+        #expect(segmentSize == UInt16(Self.mss))
+        let reads = TUNPacketReads(deviceFD: -1, name: "test", virtioHeader: true, logger: Logger(label: "test"))
+        // A kernel that left the TCP checksum field empty.
+        var emptyChecksum = prepared
+        emptyChecksum[flow.ipHeaderLength + 16] = 0
+        emptyChecksum[flow.ipHeaderLength + 17] = 0
+        #expect(emptyChecksum != prepared)
+        for (bytes, alreadyTheWires) in [(prepared, true), (emptyChecksum, false)] {
+            var read = ByteBuffer(bytes: header.bytes + bytes)
+            let pool = read
+            var batch = TUNPacketReads.Batch()
+            var log = LineRateLimiter()
+            #expect(reads.take(&read, allocator: allocator, into: &batch, malformedLog: &log), "handed over")
+            let taken = try #require(batch.packets.first)
+            #expect(batch.packets.count == 1 && taken.segmentSize == UInt16(Self.mss))
+            #expect(Array(taken.bytes.readableBytesView) == prepared, "the wire's fields")
+            #expect(Array(pool.readableBytesView) == header.bytes + bytes, "the pool's bytes untouched")
+            let takenStart = taken.bytes.withUnsafeReadableBytes { $0.baseAddress }
+            let poolPacketStart = pool.withUnsafeReadableBytes { $0.baseAddress.map { $0 + VirtioNetHeader.size } }
+            #expect((takenStart == poolPacketStart) == alreadyTheWires, "copied only when a field changed")
+        }
     }
 
     @Test func aSuperPacketWithCWRIsMarkedForECNAsTheKernelMarksIt() throws {
