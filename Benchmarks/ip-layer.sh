@@ -24,16 +24,20 @@
 # hardware counters, so cost is told in CPU time, not instructions): CPU. On
 # 2 cores both tunnel processes, both iperf3 ends and the kernel's forwarding
 # share the machine. With super-packets carried whole (PROTOCOL.md B8) each
-# of our processes spends about 1.2-1.7 s per GB (wireguard-go 8-10 s,
-# OpenVPN 6-10 s; MTU-sized packets on the wire cost us 2.5-3.5 s): about a
-# third is the kernel (TUN and socket copies, wake-ups), a fifth OpenSSL's
-# AES-GCM, and the rest our code, the Swift runtime and libc. Per-packet work
-# (the split, the merge, their checksums, one property-list object per
-# packet) remains only for a peer that takes no super-packets. Not loss: the
-# tunnel's queue drops by waiting time (CoDel), and one stream through it sees
-# no retransmission (the retransmission table); not wake-ups: the client reads
-# its device on the tunnel's loop, and fewer context switches (perf stat: about
-# 3.5x fewer in the client) moved throughput by no more than the noise.
+# of our processes spends about 1.1-1.5 s per GB (wireguard-go 9-12 s,
+# OpenVPN 12-18 s; MTU-sized packets on the wire cost us 2-3 s): about a
+# third is the kernel (TUN and socket copies, wake-ups), a quarter OpenSSL's
+# AES-GCM, and the rest our code, the Swift runtime and libc (a third of that
+# memmove: OpenSSL's record copies and our gathering of frame pieces into
+# records). A `packets` message costs about 3,700 instructions to write and
+# 3,500 to read for one super-packet (Benchmarks/wire-instructions.sh): no
+# property-list values are built for our own peers' layout. Per-packet work
+# (the split, the merge, their checksums) remains only for a peer that takes
+# no super-packets. Not loss: the tunnel's queue drops by waiting time
+# (CoDel), and one stream through it sees no retransmission (the
+# retransmission table); not wake-ups: the client reads its device on the
+# tunnel's loop, and fewer context switches (perf stat: about 3.5x fewer in
+# the client) moved throughput by no more than the noise.
 #
 # Targets printed at the end (one stream, upload): SimpleTunnel >= 5x
 # wireguard-go, >= 0.18x the bare path, >= 2x OpenVPN; download within 20%
