@@ -23,7 +23,12 @@ enum PacketsFrameReader {
     static let maximumPackets = 256
 
     static func read(_ document: ByteBuffer) -> TunnelMessage? {
-        document.withUnsafeReadableBytes { bytes in
+        // The top dictionary's marker first: most other messages have another number of keys.
+        let dictionary = BinaryPropertyListFormat.Marker.dictionary.rawValue << 4
+        guard let marker = document.getInteger(at: document.readerIndex + BinaryPropertyListFormat.magic.count, as: UInt8.self),
+            marker == dictionary | 4 || marker == dictionary | 5
+        else { return nil }
+        return document.withUnsafeReadableBytes { bytes in
             guard var cursor = Cursor(bytes), let packets = cursor.readPackets(from: document) else { return nil }
             return .packets(identifier: cursor.identifier, packets: packets)
         }
@@ -44,9 +49,9 @@ extension PacketsFrameReader {
         init?(_ bytes: UnsafeRawBufferPointer) {
             typealias Format = BinaryPropertyListFormat
             let magic = Format.magic.count
-            guard bytes.count > magic + Format.trailerLength, BinaryPropertyListReader.hasMagic(bytes) else { return nil }
+            guard bytes.count > magic + Format.trailerLength else { return nil }
             let keyCount = Int(bytes[magic]) - Int(Format.Marker.dictionary.rawValue << 4)
-            guard keyCount == 4 || keyCount == 5 else { return nil }
+            guard keyCount == 4 || keyCount == 5, BinaryPropertyListReader.hasMagic(bytes) else { return nil }
             let trailer = bytes.count - Format.trailerLength
             guard (0..<6).allSatisfy({ bytes[trailer + $0] == 0 }),
                 let objectCount = Int(exactly: Self.bigEndian(bytes, at: trailer + 8, width: 8)),

@@ -32,15 +32,6 @@ struct RawDocumentStore {
         }
     }
 
-    /// Entries of the offset table of a document whose objects end at
-    /// `tableStart`, in object order; in as many calls as convenient.
-    mutating func writeOffsets(_ offsets: some Sequence<Int>, tableStart: Int) {
-        let offsetWidth = BinaryPropertyListFormat.byteWidth(of: UInt64(tableStart))
-        for offset in offsets {
-            storeUnsigned(UInt64(offset), width: offsetWidth)
-        }
-    }
-
     /// The trailer, after the whole offset table.
     mutating func writeTrailer(objectCount: Int, referenceWidth: Int, tableStart: Int) {
         store(UInt32(0))  // six unused bytes, the last being the sort version

@@ -145,9 +145,13 @@ struct ScalarDictionaryWriter: ScalarValueSink {
     private mutating func finish(_ shape: ScalarDictionaryShape) {
         precondition(valueCount == shape.keyCount, "one value per key")
         let tableStart = position
-        let values = valueOffsets
-        raw.writeOffsets(shape.headOffsets, tableStart: tableStart)
-        raw.writeOffsets((0..<valueCount).lazy.map { values[$0] }, tableStart: tableStart)
+        let offsetWidth = BinaryPropertyListFormat.byteWidth(of: UInt64(tableStart))
+        for offset in shape.headOffsets {
+            raw.storeUnsigned(UInt64(offset), width: offsetWidth)
+        }
+        for slot in 0..<valueCount {
+            raw.storeUnsigned(UInt64(valueOffsets[slot]), width: offsetWidth)
+        }
         // Fewer than 256 objects: references take one byte.
         raw.writeTrailer(objectCount: shape.objectCount, referenceWidth: 1, tableStart: tableStart)
     }

@@ -9,11 +9,13 @@ import Testing
 /// reader reads, or leaves the frame to it.
 @Suite("Packets message codec")
 struct PacketsFrameCodecTests {
-    /// A `packets` message of `count` packets drawn from `words`; some large enough to be detached.
-    static func message(count: Int, words: [UInt64], superPackets: Bool) -> TunnelMessage {
+    /// A `packets` message of `count` packets drawn from `words`; some large
+    /// enough to be detached, or (`tiny`) all under 16 bytes, so that hundreds
+    /// fit one frame and references take two bytes.
+    static func message(count: Int, words: [UInt64], superPackets: Bool, tiny: Bool = false) -> TunnelMessage {
         let packets = (0..<count).map { index -> TunnelPacket in
             let word = words[index % words.count] &+ UInt64(index)
-            let length = Int(word % 5 == 0 ? 2_048 + word % 3_000 : word % 1_500)
+            let length = tiny ? Int(word % 16) : Int(word % 5 == 0 ? 2_048 + word % 3_000 : word % 1_500)
             let protocolNumber: Int64 = word % 11 == 0 ? Int64(bitPattern: word) : (word % 2 == 0 ? 2 : 30)
             let segmentSize = superPackets && word % 3 != 0 ? UInt16(truncatingIfNeeded: word >> 7) : 0
             return TunnelPacket(bytes: ByteBuffer(repeating: UInt8(truncatingIfNeeded: word), count: length), protocolNumber: protocolNumber, segmentSize: segmentSize)
@@ -35,9 +37,9 @@ struct PacketsFrameCodecTests {
     @Test func randomMessagesMakeTheGeneralWritersBytesAndReadBackDirectly() async {
         await propertyCheck(
             count: 400,
-            input: Gen<Int>.int(in: 0...300), Gen<UInt64>.uint64().array(of: 1...6), Gen<Bool>.bool
-        ) { count, words, superPackets in
-            let message = Self.message(count: count, words: words, superPackets: superPackets)
+            input: Gen<Int>.int(in: 0...300), Gen<UInt64>.uint64().array(of: 1...6), Gen<Bool>.bool, Gen<Bool>.bool
+        ) { count, words, superPackets, tiny in
+            let message = Self.message(count: count, words: words, superPackets: superPackets, tiny: tiny)
             for minimumDetached in [Int.max, TunnelFrame.minimumDetachedPayload] {
                 let expected = TunnelMessageScalarEncodingTests.generalFrame(message, detachingDataOf: minimumDetached)
                 var frame = ByteBuffer(string: "ab")  // offsets count from the writer index, not from 0
@@ -80,6 +82,16 @@ struct PacketsFrameCodecTests {
         }
         // Payload bytes and values change freely; the layout does not.
         #expect(directlyRead > 0)
+    }
+
+    @Test func moreThanTheDirectReadersLimitIsLeftToTheGeneralReaderAndTwoByteReferencesAreReadDirectly() throws {
+        for (count, direct) in [(PacketsFrameReader.maximumPackets, true), (PacketsFrameReader.maximumPackets + 1, false)] {
+            let message = Self.message(count: count, words: [11, 13], superPackets: true, tiny: true)
+            let document = Self.document(of: try Self.frame(message))
+            #expect(PacketsDocumentLayout(count: count, carriesSegmentSizes: true).referenceWidth == 2)
+            #expect((PacketsFrameReader.read(document) != nil) == direct, "\(count) packets")
+            #expect(try TunnelFrame.decodeMessage(payload: document) == message)
+        }
     }
 
     @Test func anotherWritersLayoutIsLeftToTheGeneralReader() throws {
