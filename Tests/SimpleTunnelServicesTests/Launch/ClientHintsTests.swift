@@ -132,7 +132,7 @@ struct ClientHintsTests {
             process = started
             _ = await started.waitForOutput(containing: "SOCKS5 proxy on", timeout: 20)
             guard started.outputSoFar.contains("address already in use") else { return started }
-            let holders = (try? ExternalProcess.run("/usr/bin/ss", ["-tanp"], timeout: 10)).map { String(decoding: $0.output, as: UTF8.self) } ?? "(ss failed)"
+            let holders = (try? await ExternalProcess.run("/usr/bin/ss", ["-tanp"], timeout: 10)).map { String(decoding: $0.output, as: UTF8.self) } ?? "(ss failed)"
             print("the listen port \(port) was taken; what held it:\n" + holders.split(separator: "\n").filter { $0.contains(":\(port) ") }.joined(separator: "\n"))
         }
         return try #require(process)

@@ -168,7 +168,7 @@ struct TunnelClientLaunchTests {
         #expect(throws: TunnelClientLaunchError.self) { try options.connectionSettings() }
     }
 
-    @Test func configurationPrintsAsJSONThatPythonReads() throws {
+    @Test func configurationPrintsAsJSONThatPythonReads() async throws {
         let configuration: PropertyListValue = .dictionary([
             "DNS": .dictionary(["Servers": .array([.string("10.0.0.53")]), "SearchDomains": .array([])]),
             "Quote\"d": .string("line\nbreak \u{1}"),
@@ -176,7 +176,7 @@ struct TunnelClientLaunchTests {
             "Blob": .data(ByteBuffer(bytes: [0, 1, 2, 255])),
         ])
         let script = "import json,sys; v=json.load(sys.stdin); print(v['DNS']['Servers'][0], v['Quote\"d'] == 'line\\nbreak \\x01', v['Numbers'], v['Blob'])"
-        let output = try ExternalPropertyListReaders.runPython(script, input: Data(configuration.jsonText().utf8))
+        let output = try await ExternalPropertyListReaders.runPython(script, input: Data(configuration.jsonText().utf8))
         #expect(String(decoding: output, as: UTF8.self) == "10.0.0.53 True [-1, 1.5, True] AAEC/w==\n")
     }
 }

@@ -74,13 +74,19 @@ final class ExternalProcess: Sendable {
     static func run(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
         input: [UInt8]? = nil, timeout: Double = 60
-    ) throws -> (status: Int32, output: [UInt8], errors: [UInt8]) {
+    ) async throws -> (status: Int32, output: [UInt8], errors: [UInt8]) {
         let child = try ChildProcess(
             executable, arguments: arguments, environment: environment, input: input.map { .bytes($0) } ?? .nothing
         )
+        // Waited for on a thread of its own: blocking one of the concurrency
+        // pool's few threads (two on a 2-core machine) stalls every other test.
         // Killed at `timeout`: a child that never ends cannot hold the test.
-        let finished = child.finish(timeout: .milliseconds(Int(timeout * 1000)))
-        return (finished.status ?? -1, finished.output, finished.errors)
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let finished = child.finish(timeout: .milliseconds(Int(timeout * 1000)))
+                continuation.resume(returning: (finished.status ?? -1, finished.output, finished.errors))
+            }
+        }
     }
 
     static var isPythonAvailable: Bool { which("python3") }

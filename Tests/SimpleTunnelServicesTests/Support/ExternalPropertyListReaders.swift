@@ -17,15 +17,15 @@ enum ExternalPropertyListReaders {
         return try BinaryPropertyListReader.read(ByteBuffer(bytes: rewritten))
     }
 
-    static func roundTripThroughPlistlib(_ bytes: ByteBuffer) throws -> PropertyListValue {
+    static func roundTripThroughPlistlib(_ bytes: ByteBuffer) async throws -> PropertyListValue {
         let script = "import plistlib,sys; sys.stdout.buffer.write(plistlib.dumps(plistlib.loads(sys.stdin.buffer.read()), fmt=plistlib.FMT_BINARY, sort_keys=False))"
-        let output = try runPython(script, input: Data(bytes.readableBytesView))
+        let output = try await runPython(script, input: Data(bytes.readableBytesView))
         return try BinaryPropertyListReader.read(ByteBuffer(bytes: output))
     }
 
     /// Runs `python3 -c script`, feeding `input`; returns stdout or throws with stderr.
-    static func runPython(_ script: String, input: Data) throws -> Data {
-        let (status, output, errors) = try ExternalProcess.run("/usr/bin/env", ["python3", "-c", script], input: Array(input))
+    static func runPython(_ script: String, input: Data) async throws -> Data {
+        let (status, output, errors) = try await ExternalProcess.run("/usr/bin/env", ["python3", "-c", script], input: Array(input))
         guard status == 0 else {
             throw Failure(description: "python3 failed: \(String(decoding: errors, as: UTF8.self))")
         }

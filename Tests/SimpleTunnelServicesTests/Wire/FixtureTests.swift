@@ -58,7 +58,7 @@ struct FixtureTests {
     }
 
     @Test(arguments: valid)
-    func meaningEncodesToBytesEveryReaderAgreesOn(name: String) throws {
+    func meaningEncodesToBytesEveryReaderAgreesOn(name: String) async throws {
         let expected = try FixtureMeaning.message(Self.load("valid", name).meaning)
         var frame = ByteBuffer()
         try TunnelFrame.encode(expected, into: &frame)
@@ -69,7 +69,7 @@ struct FixtureTests {
         var payload = frame
         payload.moveReaderIndex(forwardBy: TunnelWireLimits.lengthPrefixSize)
         #expect(try ExternalPropertyListReaders.roundTripThroughCoreFoundation(payload) == expected.propertyList)
-        #expect(try ExternalPropertyListReaders.roundTripThroughPlistlib(payload) == expected.propertyList)
+        #expect(try await ExternalPropertyListReaders.roundTripThroughPlistlib(payload) == expected.propertyList)
     }
 
     @Test(arguments: invalid)

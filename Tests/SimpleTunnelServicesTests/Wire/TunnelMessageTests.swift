@@ -56,12 +56,12 @@ struct TunnelMessageTests {
         }
     }
 
-    @Test func coreFoundationAndPlistlibReadEveryMessage() throws {
+    @Test func coreFoundationAndPlistlibReadEveryMessage() async throws {
         for message in Self.everyMessage {
             var payload = ByteBuffer()
             BinaryPropertyListWriter.writeDictionary(message.propertyListEntries, into: &payload)
             #expect(try ExternalPropertyListReaders.roundTripThroughCoreFoundation(payload) == message.propertyList)
-            #expect(try ExternalPropertyListReaders.roundTripThroughPlistlib(payload) == message.propertyList)
+            #expect(try await ExternalPropertyListReaders.roundTripThroughPlistlib(payload) == message.propertyList)
         }
     }
 

@@ -24,12 +24,12 @@ struct XMLPropertyListReaderOracleTests {
         .array([]),
     ]
 
-    @Test func pythonPlistlibOutputReadsBack() throws {
+    @Test func pythonPlistlibOutputReadsBack() async throws {
         var generator = SplitMix64(seed: 0x5EED)
         let randomValues = (0..<40).map { _ in RandomPropertyList.value(depth: 0, using: &generator) }
         let values = Self.handWrittenValues + randomValues
 
-        let documents = try Python.xmlDocuments(for: values)
+        let documents = try await Python.xmlDocuments(for: values)
         try #require(documents.count == values.count, "plistlib produced \(documents.count) documents for \(values.count) values")
         for (document, expected) in zip(documents, values) {
             let value = try XMLPropertyListReader.read(document)
@@ -84,7 +84,7 @@ struct XMLPropertyListReaderOracleTests {
 
 enum Python {
     /// Has Python's plistlib write each value as an XML plist; returns the documents.
-    static func xmlDocuments(for values: [PropertyListValue]) throws -> [[UInt8]] {
+    static func xmlDocuments(for values: [PropertyListValue]) async throws -> [[UInt8]] {
         let script = """
             import base64, datetime, plistlib, sys
             def s(b): return base64.b64decode(b).decode('utf-8')
@@ -93,7 +93,7 @@ enum Python {
             values = [\(values.map(literal).joined(separator: ",\n"))]
             sys.stdout.buffer.write(b'\\0'.join(plistlib.dumps(v, fmt=plistlib.FMT_XML, sort_keys=True) for v in values))
             """
-        let output = Array(try ExternalPropertyListReaders.runPython(script, input: Data()))
+        let output = Array(try await ExternalPropertyListReaders.runPython(script, input: Data()))
         return output.split(separator: 0, omittingEmptySubsequences: false).map(Array.init)
     }
 

@@ -55,7 +55,7 @@ struct SOCKS5IPAddressLiteralTests {
 
     /// Python's `ipaddress` follows RFC 5952 as well: random addresses with
     /// many zero groups must come out the same from both.
-    @Test func agreesWithPythonOnRandomAddresses() throws {
+    @Test func agreesWithPythonOnRandomAddresses() async throws {
         var generator = SystemRandomNumberGenerator()
         var addresses: [[UInt8]] = []
         for _ in 0..<300 {
@@ -66,7 +66,7 @@ struct SOCKS5IPAddressLiteralTests {
         }
         let input = addresses.map { $0.map { String(format: "%02x", $0) }.joined() }.joined(separator: "\n")
         let script = "import ipaddress,sys\nfor line in sys.stdin.read().split():\n    print(ipaddress.IPv6Address(bytes.fromhex(line)).compressed)"
-        let output = try ExternalPropertyListReaders.runPython(script, input: Data(input.utf8))
+        let output = try await ExternalPropertyListReaders.runPython(script, input: Data(input.utf8))
         let expected = String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
         #expect(expected.count == addresses.count)
         for (bytes, pythonText) in zip(addresses, expected) {

@@ -10,9 +10,9 @@ import Testing
 /// proves the handler hands the connection over cleanly, leftover included.
 @Suite("SOCKS5 over loopback", .timeLimit(.minutes(2)))
 struct SOCKS5LoopbackTests {
-    @Test func curlFetchesThroughTheProxyByAddressAndByName() throws {
-        try withProxy { proxy in
-            let output = try Self.run(
+    @Test func curlFetchesThroughTheProxyByAddressAndByName() async throws {
+        try await withProxy { proxy in
+            let output = try await Self.run(
                 "/usr/bin/curl",
                 ["-sS", "--max-time", "10", "--socks5-hostname", "127.0.0.1:\(proxy.socksPort)",
                  "http://127.0.0.1:\(proxy.httpPort)/by-address", "http://localhost:\(proxy.httpPort)/by-name"]
@@ -24,8 +24,8 @@ struct SOCKS5LoopbackTests {
         }
     }
 
-    @Test func dataPipelinedAfterTheRequestReachesTheServer() throws {
-        try withProxy { proxy in
+    @Test func dataPipelinedAfterTheRequestReachesTheServer() async throws {
+        try await withProxy { proxy in
             // Greeting, CONNECT and the HTTP request in one send; then read to EOF.
             let script = """
                 import socket, sys
@@ -39,7 +39,7 @@ struct SOCKS5LoopbackTests {
                     data += chunk
                 sys.stdout.buffer.write(data)
                 """
-            let output = try ExternalPropertyListReaders.runPython(script, input: Data())
+            let output = try await ExternalPropertyListReaders.runPython(script, input: Data())
             let bytes = [UInt8](output)
             #expect(bytes.prefix(2) == [0x05, 0x00])
             #expect(bytes.dropFirst(2).prefix(4) == [0x05, 0x00, 0x00, 0x01])
@@ -48,15 +48,14 @@ struct SOCKS5LoopbackTests {
         }
     }
 
-    @Test func aRefusedDestinationGetsConnectionRefused() throws {
-        try withProxy { proxy in
+    @Test func aRefusedDestinationGetsConnectionRefused() async throws {
+        try await withProxy { proxy in
             // A port nothing listens on: bind one, note it, close it.
-            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-            defer { try? group.syncShutdownGracefully() }
-            let closedPort = try ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).flatMap { channel in
-                let port = channel.localAddress?.port ?? 0
-                return channel.close().map { port }
-            }.wait()
+            let closedPort = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .bind(host: "127.0.0.1", port: 0).flatMap { channel in
+                    let port = channel.localAddress?.port ?? 0
+                    return channel.close().map { port }
+                }.get()
             let script = """
                 import socket, sys
                 s = socket.create_connection(("127.0.0.1", \(proxy.socksPort)), timeout=10)
@@ -68,7 +67,7 @@ struct SOCKS5LoopbackTests {
                     data += chunk
                 sys.stdout.buffer.write(data)
                 """
-            let output = try ExternalPropertyListReaders.runPython(script, input: Data())
+            let output = try await ExternalPropertyListReaders.runPython(script, input: Data())
             #expect([UInt8](output) == [0x05, 0x00, 0x05, 0x05, 0x00, 0x01, 0, 0, 0, 0, 0, 0])
         }
     }
@@ -90,33 +89,43 @@ struct SOCKS5LoopbackTests {
 
     /// Runs `body` against a SOCKS server and an HTTP responder, both on
     /// 127.0.0.1, closing both whatever happens.
-    private func withProxy(_ body: (Proxy) throws -> Void) throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? group.syncShutdownGracefully() }
-        let http = try ServerBootstrap(group: group)
+    private func withProxy(_ body: (Proxy) async throws -> Void) async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let http = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(TinyHTTPResponder()) }
             }
-            .bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? http.close().wait() }
-
+            .bind(host: "127.0.0.1", port: 0).get()
         let requests = RequestLog()
-        let socks = try ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let handler = SOCKS5ServerHandler(handshakeTimeout: .seconds(10)) { request, channel in
-                        requests.append(request)
-                        return Self.connectDirectly(request, from: channel)
+        let socks: Channel
+        do {
+            socks = try await ServerBootstrap(group: group)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let handler = SOCKS5ServerHandler(handshakeTimeout: .seconds(10)) { request, channel in
+                            requests.append(request)
+                            return Self.connectDirectly(request, from: channel)
+                        }
+                        try channel.pipeline.syncOperations.addHandler(handler)
                     }
-                    try channel.pipeline.syncOperations.addHandler(handler)
                 }
-            }
-            .bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? socks.close().wait() }
-
-        let socksPort = try #require(socks.localAddress?.port)
-        let httpPort = try #require(http.localAddress?.port)
-        try body(Proxy(socksPort: socksPort, httpPort: httpPort, requests: requests))
+                .bind(host: "127.0.0.1", port: 0).get()
+        } catch {
+            try? await http.close()
+            throw error
+        }
+        let outcome: Result<Void, any Error>
+        do {
+            let socksPort = try #require(socks.localAddress?.port)
+            let httpPort = try #require(http.localAddress?.port)
+            try await body(Proxy(socksPort: socksPort, httpPort: httpPort, requests: requests))
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        try? await socks.close()
+        try? await http.close()
+        try outcome.get()
     }
 
     /// What the tunnel would do, done directly and only to loopback.
@@ -137,8 +146,8 @@ struct SOCKS5LoopbackTests {
 
     /// Runs a program with a bare environment (no proxy variables); returns
     /// its standard output, or throws with its standard error.
-    private static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let (status, output, errors) = try ExternalProcess.run(executable, arguments, environment: ["PATH": "/usr/bin:/bin"])
+    private static func run(_ executable: String, _ arguments: [String]) async throws -> String {
+        let (status, output, errors) = try await ExternalProcess.run(executable, arguments, environment: ["PATH": "/usr/bin:/bin"])
         guard status == 0 else {
             throw ExternalPropertyListReaders.Failure(
                 description: "\(executable) exited with \(status): \(String(decoding: errors, as: UTF8.self))"

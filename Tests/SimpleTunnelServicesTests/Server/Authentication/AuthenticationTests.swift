@@ -145,7 +145,7 @@ struct AuthenticationTests {
     @Test func thePasswdCommandWritesAnEntryTheServerAccepts() async throws {
         let path = NSTemporaryDirectory() + "passwd-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let passwd = try ExternalProcess.run(
+        let passwd = try await ExternalProcess.run(
             BuiltPrograms.tunnelServer, ["passwd", "carol", "--users", path, "--iterations", "100000"],
             input: Array("s3cret with spaces\n".utf8)
         )
