@@ -43,12 +43,16 @@ public enum ControlError: Error, CustomStringConvertible {
     /// Nothing answers on the path; `program` is who should have, `reach` how far the request got.
     case noAnswer(String, program: String, reach: ControlSocketReach)
     case socketInUse(String, program: String)
+    /// The program took the connection but sent no answer in time.
+    case noAnswerInTime(String, program: String, seconds: Double)
 
     public var description: String {
         switch self {
         case .messageTooLarge(let length): return "control message of \(length) bytes is over the \(ControlFraming.maximumMessageLength)-byte limit"
         case .noAnswer(let path, let program, _): return "no \(program) answers on \(path) (is one running, and may you use it? give --control PATH)"
         case .socketInUse(let path, let program): return "another \(program) already answers on \(path); give this one its own --control PATH"
+        case .noAnswerInTime(let path, let program, let seconds):
+            return "the \(program) on \(path) took the request but gave no answer in \(seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)") s (is it stopped, or stuck? its log may say)"
         }
     }
 }
