@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 @testable import SimpleTunnelServices
 
@@ -39,9 +40,12 @@ func fuzzTUNSplit(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             fatalError("a segment with a wrong length or checksum")
         }
     }
-    var copy = [UInt8](packet)
-    let whole = copy.withUnsafeMutableBytes { TUNPacketReads.wholeSuperPacket($0, header: header, allocator: allocator) }
-    if let whole {
+    // The read as the device reader takes it: kept whole when the wire may carry it so.
+    var taken = TUNPacketReads.Batch()
+    var whole = ByteBuffer(bytes: read)
+    var log = LineRateLimiter()
+    _ = reads.take(&whole, allocator: allocator, into: &taken, malformedLog: &log)
+    if taken.packets.count == 1, let whole = taken.packets.first, whole.segmentSize != 0 {
         guard let cut = try? SuperPacket.segments(of: whole, allocator: allocator), cut == segments else {
             fatalError("a super-packet cut by the peer differs from the one cut here")
         }
@@ -59,6 +63,10 @@ func fuzzTUNSplit(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard again == segments else { fatalError("coalescing and splitting changed the segments") }
     return 0
 }
+
+private let reads = TUNPacketReads(
+    deviceFD: -1, name: "fuzz", virtioHeader: true, logger: Logger(label: "fuzz") { _ in SwiftLogNoOpLogHandler() }
+)
 
 /// The IP length matches, and the IPv4 header and TCP (6) or UDP (17) checksums verify.
 private func hasValidChecksums(_ bytes: UnsafeRawBufferPointer, transport: Int, protocolNumber: UInt8) -> Bool {

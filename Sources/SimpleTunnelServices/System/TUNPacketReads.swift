@@ -136,22 +136,4 @@ struct TUNPacketReads: Sendable {
         batch.packets.append(TunnelPacket(bytes: read, segmentSize: whole.segmentSize))
         return true
     }
-
-    /// `packet` (a read's bytes after its virtio_net_hdr) as a TCP super-packet
-    /// the wire carries whole, copied.
-    static func wholeSuperPacket(_ packet: UnsafeMutableRawBufferPointer, header: VirtioNetHeader, allocator: ByteBufferAllocator) -> TunnelPacket? {
-        guard let segmentSize = prepareWholeSuperPacket(packet, header: header) else { return nil }
-        var buffer = allocator.buffer(capacity: packet.count)
-        buffer.writeBytes(UnsafeRawBufferPointer(packet))
-        return TunnelPacket(bytes: buffer, segmentSize: segmentSize)
-    }
-
-    /// Makes `packet` a TCP super-packet as the wire carries it (PROTOCOL.md
-    /// B8), in place (`WholeSuperPacketFields`). Returns its segment size; nil
-    /// for anything else, which is split or completed as before.
-    static func prepareWholeSuperPacket(_ packet: UnsafeMutableRawBufferPointer, header: VirtioNetHeader) -> UInt16? {
-        guard let whole = WholeSuperPacketFields(UnsafeRawBufferPointer(packet), header: header) else { return nil }
-        whole.store(into: packet)
-        return whole.segmentSize
-    }
 }

@@ -23,15 +23,18 @@ struct PacketsDocumentLayout {
     let count: Int
     /// 2 (packets and protocols) or 3 (and segment sizes).
     let arrayCount: Int
+    let keyCount: Int
+    let objectCount: Int
+    /// Stored, not computed: every reference and offset-table entry asks for it.
+    let referenceWidth: Int
 
     init(count: Int, carriesSegmentSizes: Bool) {
         self.count = count
-        self.arrayCount = carriesSegmentSizes ? 3 : 2
+        arrayCount = carriesSegmentSizes ? 3 : 2
+        keyCount = 2 + arrayCount
+        objectCount = 1 + keyCount + 2 + arrayCount * (1 + count)
+        referenceWidth = BinaryPropertyListFormat.byteWidth(of: UInt64(objectCount - 1))
     }
-
-    var keyCount: Int { 2 + arrayCount }
-    var objectCount: Int { 1 + keyCount + 2 + arrayCount * (1 + count) }
-    var referenceWidth: Int { BinaryPropertyListFormat.byteWidth(of: UInt64(objectCount - 1)) }
 
     /// The object number of the dictionary's value in `slot` (0 `identifier`,
     /// 1 `command`, then the arrays); an array's elements follow it.

@@ -26,9 +26,16 @@ struct SuperPacketTests {
         return output
     }
 
+    static let reads = TUNPacketReads(deviceFD: -1, name: "test", virtioHeader: true, logger: Logger(label: "test"))
+
+    /// The read as the device reader takes it: its super-packet kept whole, or nil when it was split or dropped.
     func whole(_ packet: [UInt8], _ header: VirtioNetHeader) -> TunnelPacket? {
-        var copy = packet
-        return copy.withUnsafeMutableBytes { TUNPacketReads.wholeSuperPacket($0, header: header, allocator: allocator) }
+        var read = ByteBuffer(bytes: header.bytes + packet)
+        var batch = TUNPacketReads.Batch()
+        var log = LineRateLimiter()
+        _ = Self.reads.take(&read, allocator: allocator, into: &batch, malformedLog: &log)
+        guard batch.packets.count == 1, let taken = batch.packets.first, taken.segmentSize != 0 else { return nil }
+        return taken
     }
 
     @Test(arguments: [true, false])
@@ -68,10 +75,9 @@ struct SuperPacketTests {
     func aSharedReadIsHandedOverUncopiedUnlessAFieldMustChange(isIPv4: Bool) throws {
         let flow = TCPTestFlow(isIPv4: isIPv4)
         let (packet, header) = kernelRead(flow, payload: 20 * Self.mss)
-        var prepared = packet
-        let segmentSize = prepared.withUnsafeMutableBytes { TUNPacketReads.prepareWholeSuperPacket($0, header: header) }
-        #expect(segmentSize == UInt16(Self.mss))
-        let reads = TUNPacketReads(deviceFD: -1, name: "test", virtioHeader: true, logger: Logger(label: "test"))
+        let carried = try #require(whole(packet, header))
+        #expect(carried.segmentSize == UInt16(Self.mss))
+        let prepared = Array(carried.bytes.readableBytesView)
         // A kernel that left the TCP checksum field empty.
         var emptyChecksum = prepared
         emptyChecksum[flow.ipHeaderLength + 16] = 0
@@ -82,7 +88,7 @@ struct SuperPacketTests {
             let pool = read
             var batch = TUNPacketReads.Batch()
             var log = LineRateLimiter()
-            #expect(reads.take(&read, allocator: allocator, into: &batch, malformedLog: &log), "handed over")
+            #expect(Self.reads.take(&read, allocator: allocator, into: &batch, malformedLog: &log), "handed over")
             let taken = try #require(batch.packets.first)
             #expect(batch.packets.count == 1 && taken.segmentSize == UInt16(Self.mss))
             #expect(Array(taken.bytes.readableBytesView) == prepared, "the wire's fields")

@@ -47,10 +47,4 @@ struct WholeSuperPacketFields {
             packet.setInteger(tcpChecksum, at: start + tcpChecksumOffset)
         }
     }
-
-    /// Sets the fields in `packet`.
-    func store(into packet: UnsafeMutableRawBufferPointer) {
-        if let ipv4HeaderChecksum { packet.storeBigEndian(ipv4HeaderChecksum, at: 10) }
-        packet.storeBigEndian(tcpChecksum, at: tcpChecksumOffset)
-    }
 }
