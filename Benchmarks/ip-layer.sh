@@ -8,7 +8,7 @@
 # whole (the default), with offloads on but MTU-sized packets on the wire
 # (tunnel-client ip --no-super-packets), and with offloads off
 # (SIMPLETUNNEL_TUN_OFFLOAD=off on both ends), and its IPv6 throughput
-# (iperf3 -6, one stream) through the same tunnel.
+# (iperf3 -6, one stream) through the same tunnel and over the bare path.
 #
 # Retransmissions: the TCP segments iperf3's sender retransmitted, summed
 # over the runs: loss (or reordering) inside each tunnel, which the bare path
@@ -87,6 +87,7 @@
 #   (iperf3 -c, VPN clients)              (VPN servers, ip_forward=1)              (iperf3 -s)
 #
 #   baseline:      client ns routes 198.18.2.0/24 via 198.18.1.1 (plain forwarding)
+#                  (and fd00:2::/64 via fd00:1::1 for its IPv6 row)
 #   wireguard-go:  userspace wireguard-go in the client and server namespaces,
 #                  10.92.0.0/24 inside, UDP 198.18.1.1:51820 outside, MTU 1420;
 #                  the client routes 198.18.2.0/24 through it
@@ -505,6 +506,15 @@ run_baseline() {
     measure baseline
     stop_iperf_server
     ip -n "$CLI" route del 198.18.2.0/24 via 198.18.1.1
+    # The same path over IPv6, one stream: the ceiling the tunnel's IPv6 row compares with.
+    add_config baseline-v6 "  same path, IPv6 (iperf3 -6)"
+    ip -n "$CLI" -6 route add fd00:2::/64 via fd00:1::1
+    ip -n "$DST" -6 route add fd00:1::/64 via fd00:2::1
+    start_iperf_server "$DST_ADDR6"
+    measure baseline-v6 "$DST_ADDR6" up1 down1
+    stop_iperf_server
+    ip -n "$CLI" -6 route del fd00:2::/64 via fd00:1::1
+    ip -n "$DST" -6 route del fd00:1::/64 via fd00:2::1
 }
 
 # --- wireguard-go -----------------------------------------------------------
@@ -804,7 +814,7 @@ printf '  %-38s' configuration
 for kind in "${KINDS[@]}"; do printf ' %13s' "$(kind_name "$kind")"; done
 echo
 for tag in "${CONFIGS[@]}"; do
-    [ "${STATUS[$tag]}" = ok ] && [ "$tag" != baseline ] || continue
+    [ "${STATUS[$tag]}" = ok ] && [ "${tag#baseline}" = "$tag" ] || continue
     printf '  %-38s' "${NAME[$tag]}"
     for kind in "${KINDS[@]}"; do
         printf ' %13s' "$(cell "${CPU_CLI[$tag/$kind]:-}")/$(cell "${CPU_SRV[$tag/$kind]:-}")"
@@ -837,6 +847,8 @@ echo "  wireguard-go:  ${RATIO_WG:-n/a}${RATIO_WG:+x} (target >= 5x): $(verdict 
 echo "  the bare path: ${RATIO_BARE:-n/a}${RATIO_BARE:+x} (target >= 0.18x): $(verdict "$RATIO_BARE" 0.18)"
 echo "  OpenVPN:       ${RATIO_OVPN:-n/a}${RATIO_OVPN:+x} (target >= 2x): $(verdict "$RATIO_OVPN" 2)"
 echo "  its download:  ${DOWN_OVER_UP:-n/a}${DOWN_OVER_UP:+x} the upload (target within 20%): ${DOWN_WITHIN:-no verdict}"
+RATIO_BARE6=$(ratio "${MEDIAN[ours-v6/up1]:-}" "${MEDIAN[baseline-v6/up1]:-}")
+echo "  over IPv6:     ${RATIO_BARE6:-n/a}${RATIO_BARE6:+x} the bare IPv6 path (no target; IPv4's is 0.18x)"
 echo "machine: $CPUS cores ($CPU_MODEL), kernel $KERNEL; the cores are shared by the VPN client,"
 echo "  the VPN server and both iperf3 ends; load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "OpenVPN data channel offload: $([ "$OPENVPN_DCO" = 1 ] && echo allowed || echo disabled)"
