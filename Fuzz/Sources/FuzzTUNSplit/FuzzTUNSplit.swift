@@ -42,9 +42,9 @@ func fuzzTUNSplit(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     // The read as the device reader takes it: kept whole when the wire may carry it so.
     var taken = TUNPacketReads.Batch()
-    var whole = ByteBuffer(bytes: read)
+    var readBuffer = ByteBuffer(bytes: read)
     var log = LineRateLimiter()
-    _ = reads.take(&whole, allocator: allocator, into: &taken, malformedLog: &log)
+    _ = reads.take(&readBuffer, allocator: allocator, into: &taken, malformedLog: &log)
     if taken.packets.count == 1, let whole = taken.packets.first, whole.segmentSize != 0 {
         guard let cut = try? SuperPacket.segments(of: whole, allocator: allocator), cut == segments else {
             fatalError("a super-packet cut by the peer differs from the one cut here")

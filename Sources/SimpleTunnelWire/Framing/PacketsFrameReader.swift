@@ -23,12 +23,7 @@ enum PacketsFrameReader {
     static let maximumPackets = 256
 
     static func read(_ document: ByteBuffer) -> TunnelMessage? {
-        // The top dictionary's marker first: most other messages have another number of keys.
-        let dictionary = BinaryPropertyListFormat.Marker.dictionary.rawValue << 4
-        guard let marker = document.getInteger(at: document.readerIndex + BinaryPropertyListFormat.magic.count, as: UInt8.self),
-            marker == dictionary | 4 || marker == dictionary | 5
-        else { return nil }
-        return document.withUnsafeReadableBytes { bytes in
+        document.withUnsafeReadableBytes { bytes in
             guard var cursor = Cursor(bytes), let packets = cursor.readPackets(from: document) else { return nil }
             return .packets(identifier: cursor.identifier, packets: packets)
         }
@@ -50,6 +45,7 @@ extension PacketsFrameReader {
             typealias Format = BinaryPropertyListFormat
             let magic = Format.magic.count
             guard bytes.count > magic + Format.trailerLength else { return nil }
+            // The top dictionary's marker first: most other messages have another number of keys.
             let keyCount = Int(bytes[magic]) - Int(Format.Marker.dictionary.rawValue << 4)
             guard keyCount == 4 || keyCount == 5, BinaryPropertyListReader.hasMagic(bytes) else { return nil }
             let trailer = bytes.count - Format.trailerLength

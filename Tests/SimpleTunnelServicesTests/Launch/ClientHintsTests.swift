@@ -149,8 +149,7 @@ struct ClientHintsTests {
     }
 
     // These two start clients and wait on their control sockets several times
-    // over: the suite's two minutes, as the full suite's parallel run starves
-    // them of the cooperative pool now and then (a minute was exceeded once).
+    // over, beside the full suite's parallel run: the suite's two minutes.
     @Test(.enabled(if: TestRequirements.met(ClientHintsTests.canActAsNobody, "root and setpriv"), "acts as user nobody"))
     func statusAsAnotherUserSaysTheSocketIsRootsAndSuggestsSudo() async throws {
         let folder = try CommandLineTests.temporaryFolder()

@@ -3,7 +3,7 @@ import NIOCore
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Server launch: defaults and safety rules")
+@Suite("Server launch: defaults and safety rules", .timeLimit(.minutes(2)))
 struct TunnelServerLaunchTests {
     func options(_ edit: (inout TunnelServerLaunchOptions) -> Void = { _ in }) -> TunnelServerLaunchOptions {
         var options = TunnelServerLaunchOptions.none
@@ -126,7 +126,7 @@ struct TunnelServerLaunchTests {
     }
 }
 
-@Suite("Client launch: arguments")
+@Suite("Client launch: arguments", .timeLimit(.minutes(2)))
 struct TunnelClientLaunchTests {
     @Test(arguments: [
         ("8080:example.com:80", "127.0.0.1", 8080, "example.com", 80),

@@ -3,7 +3,7 @@ import NIOCore
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Binary property lists")
+@Suite("Binary property lists", .timeLimit(.minutes(2)))
 struct BinaryPropertyListTests {
     /// Every type and every size boundary the format has.
     static let everyShape: PropertyListValue = .dictionary([

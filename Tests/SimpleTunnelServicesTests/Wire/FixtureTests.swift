@@ -6,7 +6,7 @@ import Testing
 
 /// The golden frames of Fixtures/, written by CoreFoundation and Python's
 /// plistlib, fed through the real codec handlers.
-@Suite("Golden fixtures")
+@Suite("Golden fixtures", .timeLimit(.minutes(2)))
 struct FixtureTests {
     static func fixtureNames(_ folder: String) -> [String] {
         let directory = RepositoryPaths.fixtures.appendingPathComponent(folder)

@@ -2,7 +2,7 @@ import NIOCore
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Tunnel messages")
+@Suite("Tunnel messages", .timeLimit(.minutes(2)))
 struct TunnelMessageTests {
     static let configuration: [String: PropertyListValue] = [
         "IPv4": .dictionary(["Address": .string("192.168.2.2"), "Netmask": .string("255.255.255.255")]),

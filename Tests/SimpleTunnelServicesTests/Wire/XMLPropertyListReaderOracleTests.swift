@@ -6,7 +6,7 @@ import Testing
 
 /// Round trips through writers we did not write: Python's plistlib and Foundation's
 /// PropertyListSerialization produce the XML, our reader must give back the value.
-@Suite("XMLPropertyListReader: independent writers")
+@Suite("XMLPropertyListReader: independent writers", .timeLimit(.minutes(2)))
 struct XMLPropertyListReaderOracleTests {
     static let handWrittenValues: [PropertyListValue] = [
         .dictionary([

@@ -10,7 +10,7 @@ private enum IPAddressLiteral {
     static func ipv4Text(_ bytes: [UInt8]) -> String { IPv4Address(bytes: bytes).description }
 }
 
-@Suite("SOCKS5 IP literals")
+@Suite("SOCKS5 IP literals", .timeLimit(.minutes(2)))
 struct SOCKS5IPAddressLiteralTests {
     /// RFC 5952 §4 and its examples.
     @Test(arguments: [
