@@ -21,25 +21,11 @@ struct Serve: AsyncParsableCommand {
     /// Everything the launch reads, at start and on every reload.
     @OptionGroup var options: TunnelServerLaunchOptions
 
-    @Option(help: "Serve Prometheus metrics at http://ADDR:PORT/metrics (off by default).")
-    var metrics: String?
-
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel: Logger.Level = .info
-
-    @Option(help: "Control socket for `tunnel-server status` and `kick`, answered for root and the server's user only. Default: /run/simpletunnel/server.sock as root, else $XDG_RUNTIME_DIR/simpletunnel/server.sock or /tmp/simpletunnel-UID/server.sock.")
-    var control: String?
-
-    @Option(name: .customLong("run-as"), help: "Once the TUN device, routes and listeners are set up, become this user, keeping only CAP_NET_ADMIN (start as root).")
-    var runAs: String?
+    /// What only a serving process does with: metrics, logs, the control socket, the user it becomes.
+    @OptionGroup var process: ServeProcessOptions
 
     func validate() throws {
-        if let metrics {
-            do { _ = try TunnelEndpoint(parsing: metrics) } catch { throw ValidationError("--metrics \(error)") }
-        }
-        if let runAs {
-            do { _ = try Privileges.account(named: runAs) } catch { throw ValidationError("\(error)") }
-        }
+        try process.check()
     }
 
     /// Before installing, the client is `swift run tunnel-client`.
@@ -48,17 +34,18 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// Settings merged from defaults, the file and `options`; clients take the device's MTU from the lease (IPv4.MTU, PROTOCOL.md A5).
-    private static func prepareLaunch(
+    static func prepareLaunch(
         _ options: TunnelServerLaunchOptions, openSharedStore: @escaping SharedServerStoreOpener, loadedUsers: UsersFile? = nil,
-        openFileLimit: Int, logger: Logger
+        listeningOn: String? = nil, openFileLimit: Int, logger: Logger
     ) throws -> TunnelServerLaunch {
         try TunnelServerLaunch.prepare(
-            options, openSharedStore: openSharedStore, loadedUsers: loadedUsers, resolvConf: ResolverConfiguration.readSystemResolvConf(),
-            openFileLimit: openFileLimit, logger: logger)
+            options, openSharedStore: openSharedStore, loadedUsers: loadedUsers, listeningOn: listeningOn,
+            resolvConf: ResolverConfiguration.readSystemResolvConf(), openFileLimit: openFileLimit, logger: logger)
     }
 
     func run() async throws {
-        let logLevel = self.logLevel
+        let logLevel = process.logLevel
+        let metrics = process.metrics, control = process.control, runAs = process.runAs
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = logLevel
@@ -107,8 +94,11 @@ struct Serve: AsyncParsableCommand {
             try openedDatabase ?? TunnelDatabase.opener(url, passwordFile, environment, logger)
         }
         let openFileLimit = openFiles?.after.soft ?? 1024
+        // Read for the address the server keeps listening on, whatever the file now names: the safety rules follow the real listener.
+        let listener = launch.settings.host
         let reload = ConfigurationReload(running: launch) {
-            try Self.prepareLaunch(options, openSharedStore: reopen, loadedUsers: launch.usersFile, openFileLimit: openFileLimit, logger: logger)
+            try Self.prepareLaunch(
+                options, openSharedStore: reopen, loadedUsers: launch.usersFile, listeningOn: listener, openFileLimit: openFileLimit, logger: logger)
         }
         let service = TunnelServerService(
             settings: settings, group: MultiThreadedEventLoopGroup.singleton, logger: logger,

@@ -247,6 +247,11 @@ public final class TunnelServer: Sendable {
         admission.update(limits: settings.admissionLimits)
     }
 
+    /// What new connections are served with now. It alone holds the objects a
+    /// reload hands on (the IP layer, the metrics, the logins, the budgets): a
+    /// launch value never held the ones made after it, such as the IP layer.
+    public var servingSettings: Settings { live.withLockedValue { $0 } }
+
     /// Completes when the listener closes.
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
 }

@@ -23,6 +23,10 @@ public struct TunnelServerLaunch: Sendable {
     public var usersFile: UsersFile?
     /// The IP layer to start; nil: IP tunnels are refused (result 5).
     public var ipLayer: IPLayerLaunch?
+    /// Where the command line and the file ask the server to listen. The same as
+    /// `settings.host`, but on a reload: then the server keeps its listener, and
+    /// the file's new address waits for a restart.
+    public var askedListenAddress: String
 
     /// - Parameter openFileLimit: the soft RLIMIT_NOFILE the server runs with
     ///   (raised first, see `OpenFileLimit`); flow sockets get what it leaves.
@@ -33,8 +37,13 @@ public struct TunnelServerLaunch: Sendable {
     /// - Parameter loadedUsers: the users file a running server already holds;
     ///   a reload reads it on its own (`UsersFile.reload`), so it is not read twice
     ///   and a bad users file does not hold back the rest of the settings.
+    /// - Parameter listeningOn: on a reload, the address the running server
+    ///   listens on. Whether it is public decides the destination policy's
+    ///   defaults, the own-address guard and whether clients must authenticate,
+    ///   so they are derived from it, never from an address the file names now.
     public static func prepare(
         _ options: TunnelServerLaunchOptions, openSharedStore: SharedServerStoreOpener? = nil, loadedUsers: UsersFile? = nil,
+        listeningOn: String? = nil,
         resolvConf: String?, openFileLimit: Int = OpenFileLimit.current()?.soft ?? 1024,
         ownAddresses: LocalInterfaceAddresses = LocalInterfaceAddresses(),
         environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "tunnel-server")
@@ -66,7 +75,8 @@ public struct TunnelServerLaunch: Sendable {
         }
 
         var settings = TunnelServer.Settings()
-        settings.host = options.host ?? server.listenAddress ?? TunnelServerLaunchOptions.defaultHost
+        let askedListenAddress = options.host ?? server.listenAddress ?? TunnelServerLaunchOptions.defaultHost
+        settings.host = listeningOn ?? askedListenAddress
         settings.port = options.port ?? server.port ?? TunnelServerLaunchOptions.defaultPort
         guard (0...65535).contains(settings.port) else {
             throw TunnelServerLaunchError.invalidOption("--port \(settings.port): expected 0 to 65535 (0 picks a free port)")
@@ -106,7 +116,7 @@ public struct TunnelServerLaunch: Sendable {
         }
         var launch = TunnelServerLaunch(
             settings: settings, configuration: configuration, policy: policy,
-            policyNote: Self.policyNote(host: settings.host, loopback: loopback) + Self.allowListNote(policy))
+            policyNote: Self.policyNote(host: settings.host, loopback: loopback) + Self.allowListNote(policy), askedListenAddress: askedListenAddress)
         launch.database = database
         launch.usersFile = usersFile
         // Clients take the device's MTU from their lease's answer (IPv4.MTU, PROTOCOL.md A5).

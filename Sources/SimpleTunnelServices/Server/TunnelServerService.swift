@@ -109,12 +109,15 @@ public struct TunnelServerService: Service, CustomStringConvertible {
             let ended = server.endTunnels(ofLogin: login)
             logger.notice("login removed from the database", metadata: ["login": "\(PeerText.quoted(login, limit: 64))", "tunnels-ended": "\(ended)"])
         }
+        let reloader = ServerReloader(
+            server: server, usersFile: usersFile, configuration: configurationReload, ipLayer: settings.ipLayer, logger: logger)
         var controlSocket: ControlSocketServer?
         do {
             // Before onListening drops root: /run is root's, and the socket is handed to the service user.
             if let control {
                 do {
-                    controlSocket = try await ServerControl.start(path: control.path, server: server, owner: control.owner, group: group, logger: logger)
+                    controlSocket = try await ServerControl.start(
+                        path: control.path, server: server, reloader: reloader, owner: control.owner, group: group, logger: logger)
                 } catch where !control.isRequired {
                     logger.warning("no control socket (status and kick will not answer): \(error); give --control PATH")
                 }
@@ -126,8 +129,9 @@ public struct TunnelServerService: Service, CustomStringConvertible {
             await metrics?.close()
             throw error
         }
-        let ipLayer = settings.ipLayer
-        let reloads = Task { await reloadOnHangup(server, ipLayer: ipLayer, hangups: hangups) }
+        let reloads = Task {
+            for await _ in hangups { _ = reloader.reload() }
+        }
         // Serve until asked to stop, or until the listener dies on its own.
         await withGracefulShutdownHandler {
             try? await server.closeFuture.get()
@@ -138,22 +142,6 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         await server.shutdown()
         await controlSocket?.close()
         await metrics?.close()
-    }
-
-    /// SIGHUP reads the users file and the configuration again. Each is taken
-    /// whole or not at all: one that does not load leaves the server as it was.
-    private func reloadOnHangup(_ server: TunnelServer, ipLayer: ServerIPLayer?, hangups: UnixSignalsSequence) async {
-        var running = configurationReload?.running
-        for await _ in hangups {
-            if let usersFile {
-                server.reloadUsers(from: usersFile, logger: logger)
-            }
-            guard let reload = configurationReload, let current = running else {
-                if usersFile == nil { logger.notice("SIGHUP: nothing to reload (the server was started without a way to read its settings again)") }
-                continue
-            }
-            running = server.reloadSettings(running: current, reread: reload.reread, ipLayer: ipLayer, logger: logger)
-        }
     }
 }
 

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The server's control socket (`ControlSocketServer`): a request names its
-/// `type` (`status`, `kick` with a `login`); the answer says `ok` and carries
-/// the status, how many tunnels were ended, or an `error`.
+/// `type` (`status`, `kick` with a `login`, `reload`); the answer says `ok`
+/// and carries the status, how many tunnels were ended, what a reload did, or an `error`.
 public enum ServerControlProtocol {
     public struct Request: Codable, Sendable, Equatable {
         public var type: String
@@ -19,12 +19,15 @@ public enum ServerControlProtocol {
         public var status: TunnelServerStatus?
         /// Tunnels a `kick` ended.
         public var ended: Int?
+        /// What a `reload` did, part by part.
+        public var reload: ServerReloadReport?
         public var error: String?
 
-        public init(ok: Bool, status: TunnelServerStatus? = nil, ended: Int? = nil, error: String? = nil) {
+        public init(ok: Bool, status: TunnelServerStatus? = nil, ended: Int? = nil, reload: ServerReloadReport? = nil, error: String? = nil) {
             self.ok = ok
             self.status = status
             self.ended = ended
+            self.reload = reload
             self.error = error
         }
     }

@@ -18,7 +18,10 @@ public struct ServerSettingsReload: Sendable {
     /// Changed in the files but kept as they were until a restart.
     public let needsRestart: [String]
 
-    public init(running: TunnelServerLaunch, reread: TunnelServerLaunch) {
+    /// - Parameter serving: the settings the server serves with now
+    ///   (`TunnelServer.servingSettings`), where what cannot change live is
+    ///   taken from: the objects a running server made, never a launch's copy.
+    public init(running: TunnelServerLaunch, serving: TunnelServer.Settings, reread: TunnelServerLaunch) {
         var applied: [String] = []
         var needsRestart: [String] = []
         for aspect in Self.aspects {
@@ -28,7 +31,7 @@ public struct ServerSettingsReload: Sendable {
             if aspect.isLive { applied.append(line) } else { needsRestart.append(line) }
         }
         var settings = reread.settings
-        let kept = running.settings
+        let kept = serving
         settings.host = kept.host
         settings.port = kept.port
         settings.clientNetworks = kept.clientNetworks
@@ -64,6 +67,7 @@ public struct ServerSettingsReload: Sendable {
         launch.database = running.database
         launch.usersFile = running.usersFile
         launch.selfSignedIdentity = running.selfSignedIdentity
+        launch.askedListenAddress = running.askedListenAddress
         return launch
     }
 
@@ -95,7 +99,8 @@ public struct ServerSettingsReload: Sendable {
     static let aspects: [Aspect] = settingAspects + ServerLimit.all.map(Aspect.init(limit:))
 
     private static let settingAspects: [Aspect] = [
-        Aspect(name: "listen address", isLive: false) { $0.settings.host },
+        // What the files ask for: the server keeps listening where it started, and derives its safety rules from that.
+        Aspect(name: "listen address", isLive: false) { $0.askedListenAddress },
         Aspect(name: "listen port", isLive: false) { $0.settings.port == 0 ? "any free port" : "\($0.settings.port)" },
         Aspect(name: "TLS", isLive: false) { $0.settings.tls == nil ? "off (--plaintext)" : "on" },
         Aspect(name: "plaintext clients", isLive: false) { $0.settings.clientNetworks.map { "\($0)" } ?? "any" },
@@ -108,7 +113,10 @@ public struct ServerSettingsReload: Sendable {
         },
         Aspect(name: "destination policy", isLive: true) { launch in
             let allow = launch.policy.allowRules.map(\.text), deny = launch.policy.denyRules.map(\.text)
+            let defaults = launch.policy.defaultDenyRules.map(\.text)
+            // The public listener's default denials are named too, so that a change to them shows.
             return "allow [\(allow.joined(separator: ", "))] deny [\(deny.joined(separator: ", "))]"
+                + (defaults.isEmpty ? "" : " default deny [\(defaults.joined(separator: ", "))]")
         },
         Aspect(
             name: "pushed configuration", isLive: true,

@@ -13,7 +13,7 @@ struct ServerLimitReloadTests {
         let sample = try #require(ServerLimitTests.samples[key])
         let running = try ServerLimitTests.launch(limits: [:])
         let reread = try ServerLimitTests.launch(limits: [key: sample.file])
-        let reload = ServerSettingsReload(running: running, reread: reread)
+        let reload = ServerSettingsReload(running: running, serving: running.settings, reread: reread)
         let line = "\(limit.name): \(limit.describe(running.settings)) → \(limit.describe(reread.settings))"
         if limit.isLive {
             #expect(reload.applied.contains(line), "\(reload.applied)")
@@ -23,7 +23,7 @@ struct ServerLimitReloadTests {
             #expect(reload.needsRestart.contains(line), "\(reload.needsRestart)")
             #expect(!reload.applied.contains { $0.hasPrefix("\(limit.name):") }, "\(reload.applied)")
             #expect(sample.runtime(reload.settings) == sample.runtime(running.settings))
-            let next = ServerSettingsReload(running: reload.effective(running: running, reread: reread), reread: reread)
+            let next = ServerSettingsReload(running: reload.effective(running: running, reread: reread), serving: reload.settings, reread: reread)
             #expect(next.needsRestart.contains(line), "named until a restart: \(next.needsRestart)")
         }
     }

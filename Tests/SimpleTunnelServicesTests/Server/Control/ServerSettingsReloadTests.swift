@@ -36,7 +36,7 @@ struct ServerSettingsReloadTests {
     @Test func theSameFilesChangeNothing() throws {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let running = try launch(Self.base)
-        let reload = ServerSettingsReload(running: running, reread: try launch(Self.base))
+        let reload = ServerSettingsReload(running: running, serving: running.settings, reread: try launch(Self.base))
         #expect(reload.applied.isEmpty)
         #expect(reload.needsRestart.isEmpty)
     }
@@ -56,7 +56,7 @@ struct ServerSettingsReloadTests {
             </dict>
             """
         let reread = try launch(changed, allow: ["*"])
-        let reload = ServerSettingsReload(running: running, reread: reread)
+        let reload = ServerSettingsReload(running: running, serving: running.settings, reread: reread)
         let applied = reload.applied.joined(separator: "\n")
         #expect(applied.contains("pushed configuration: routes 10.1.0.0/16, DNS 10.9.0.1 → routes 10.2.0.0/16, DNS 10.9.0.53"), "\(applied)")
         #expect(applied.contains("destination policy: allow [*] deny [] → allow [*] deny [10.3.0.0/16]"), "\(applied)")
@@ -73,7 +73,7 @@ struct ServerSettingsReloadTests {
         #expect(reload.settings.bufferBudget === running.settings.bufferBudget, "the server-wide budget is the one tunnels already hold")
 
         // Until a restart, the next reload of the same files still names the pool, and nothing else.
-        let next = ServerSettingsReload(running: reload.effective(running: running, reread: reread), reread: try launch(changed, allow: ["*"]))
+        let next = ServerSettingsReload(running: reload.effective(running: running, reread: reread), serving: reload.settings, reread: try launch(changed, allow: ["*"]))
         #expect(next.applied.isEmpty, "\(next.applied)")
         #expect(next.needsRestart == ["IPv4 pool: 10.9.0.2-10.9.0.20 → 10.9.0.2-10.9.0.99"])
     }
@@ -117,7 +117,7 @@ struct ServerSettingsReloadTests {
         let first = try await connect(pinning: old)
 
         try install(renewed)
-        server.apply(ServerSettingsReload(running: running, reread: try TunnelServerLaunch.prepare(options, resolvConf: nil)))
+        server.apply(ServerSettingsReload(running: running, serving: running.settings, reread: try TunnelServerLaunch.prepare(options, resolvConf: nil)))
         let second = try await connect(pinning: renewed)
         await #expect(throws: TLSError.self) { _ = try await connect(pinning: old) }
         #expect(first.channel.isActive, "the tunnel opened with the old certificate carries on")

@@ -15,7 +15,7 @@ struct UsersReloadTests {
         let reloaded = ReloadFlag()
         // One connection through alice's tunnel, echoing before, during and after the reload.
         let echoed = try await EchoStream.run(port: forward.localAddress.port ?? 0, group: server.fixture.group, rounds: 20) {
-            reloaded.set(server.fixture.server.reloadUsers(from: server.usersFile, logger: server.logger))
+            reloaded.set(server.fixture.server.reloadUsers(from: server.usersFile, logger: server.logger).applied)
         }
         #expect(reloaded.value && echoed == 20 * 4096)
         let bob = try await server.connect("bob", "builder")
@@ -35,7 +35,7 @@ struct UsersReloadTests {
         let bob = try await server.connect("bob", "builder")
         try server.writeUsers(["alice": "wonderland"])
         let start = ContinuousClock.now
-        #expect(server.fixture.server.reloadUsers(from: server.usersFile, logger: server.logger))
+        #expect(server.fixture.server.reloadUsers(from: server.usersFile, logger: server.logger).applied)
         // The reload closes the tunnel itself (milliseconds here); the bound leaves room for a loaded machine.
         #expect(await AdmissionPeers.eventually(timeout: .seconds(5)) { !bob.channel.isActive })
         print("a removed user's tunnel closed \(ContinuousClock.now - start) after the reload")
@@ -50,7 +50,7 @@ struct UsersReloadTests {
         let server = try await OperatedServer.start(users: ["alice": "wonderland"])
         let alice = try await server.connect("alice", "wonderland")
         try server.writeUsers(["alice": "looking glass"])
-        #expect(server.fixture.server.reloadUsers(from: server.usersFile, logger: server.logger))
+        #expect(server.fixture.server.reloadUsers(from: server.usersFile, logger: server.logger).applied)
         try await Task.sleep(for: .milliseconds(200))
         #expect(alice.channel.isActive)
         await #expect(throws: TunnelLoginRefusedError.self) { _ = try await server.connect("alice", "wonderland") }
@@ -67,11 +67,11 @@ struct UsersReloadTests {
         // Half a file: alice's line is gone, then a line that does not parse.
         try Data("bob:not-a-hash\n".utf8).write(to: URL(fileURLWithPath: server.usersPath))
         chmod(server.usersPath, 0o600)
-        #expect(!server.fixture.server.reloadUsers(from: server.usersFile, logger: server.logger))
+        #expect(!server.fixture.server.reloadUsers(from: server.usersFile, logger: server.logger).applied)
         #expect(server.log.all.contains { $0.message.contains("not reloaded, keeping the 1 users it had") && $0.message.contains("line 1") })
         try server.writeUsers(["bob": "builder"])
         chmod(server.usersPath, 0o644)
-        #expect(!server.fixture.server.reloadUsers(from: server.usersFile, logger: server.logger))
+        #expect(!server.fixture.server.reloadUsers(from: server.usersFile, logger: server.logger).applied)
         #expect(server.log.all.contains { $0.message.contains("not reloaded") && $0.message.contains("UNPROTECTED") })
         try await Task.sleep(for: .milliseconds(200))
         #expect(alice.channel.isActive, "nothing was applied")

@@ -87,28 +87,7 @@ final class VPNLab {
 
     /// Starts the server (again, after `stopServer`); its leases are kept in the lab's state folder.
     func launchServer(pushRoutes: Bool = true, ipv4: Bool = true, arguments: [String] = []) async throws -> ExternalProcess {
-        let routes4 = pushRoutes
-            ? "<key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>"
-            : ""
-        let routes6 = pushRoutes
-            ? "<key>Routes</key><array><dict><key>Address</key><string>fd00:2::</string><key>PrefixLength</key><integer>64</integer></dict></array>"
-            : ""
-        let ipv4Dictionary = ipv4
-            ? "<key>IPv4</key><dict><key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>\(routes4)</dict>"
-            : ""
-        let ipv6Dictionary = dualStack
-            ? "<key>IPv6</key><dict><key>Pool</key><dict><key>StartAddress</key><string>fd00:90::2</string><key>EndAddress</key><string>fd00:90::3</string></dict>\(routes6)</dict>"
-            : ""
-        let configuration = """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <plist version="1.0"><dict>
-              \(ipv4Dictionary)
-              \(ipv6Dictionary)
-              <key>DNS</key><dict><key>Servers</key><array/></dict>
-            </dict></plist>
-            """
-        let path = directory + "/server.plist"
-        try Data(configuration.utf8).write(to: URL(fileURLWithPath: path))
+        let path = try writeServerConfiguration(pushRoutes: pushRoutes, ipv4: ipv4)
         let host = dualStack ? "::" : "0.0.0.0"
         let process = try lab.start(in: server, launchPrefix + [
             BuiltPrograms.tunnelServer, "--host", host, "--port", "4433", "--config", path,
@@ -119,6 +98,43 @@ final class VPNLab {
         try #require(output != nil, "the server did not bring its IP layer up:\n\(process.outputSoFar)")
         _ = await process.waitForOutput(containing: "listening on \(TunnelEndpoint(host: host, port: 4433))", timeout: 20)
         return process
+    }
+
+    /// The server's configuration file, written again for a reload: `routes`
+    /// are pushed IPv4 networks (ADDRESS/MASK pairs) beside the destination's,
+    /// `deny` goes into `Server.Policy`.
+    @discardableResult
+    func writeServerConfiguration(
+        pushRoutes: Bool = true, ipv4: Bool = true, routes: [(String, String)] = [], deny: [String] = []
+    ) throws -> String {
+        let pushed = (pushRoutes ? [("198.18.2.0", "255.255.255.0")] : []) + routes
+        let routes4 = pushed.isEmpty
+            ? ""
+            : "<key>Routes</key><array>" + pushed.map { "<dict><key>Address</key><string>\($0.0)</string><key>Netmask</key><string>\($0.1)</string></dict>" }.joined() + "</array>"
+        let routes6 = pushRoutes
+            ? "<key>Routes</key><array><dict><key>Address</key><string>fd00:2::</string><key>PrefixLength</key><integer>64</integer></dict></array>"
+            : ""
+        let ipv4Dictionary = ipv4
+            ? "<key>IPv4</key><dict><key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>\(routes4)</dict>"
+            : ""
+        let ipv6Dictionary = dualStack
+            ? "<key>IPv6</key><dict><key>Pool</key><dict><key>StartAddress</key><string>fd00:90::2</string><key>EndAddress</key><string>fd00:90::3</string></dict>\(routes6)</dict>"
+            : ""
+        let server = deny.isEmpty
+            ? ""
+            : "<key>Server</key><dict><key>Policy</key><dict><key>Deny</key><array>" + deny.map { "<string>\($0)</string>" }.joined() + "</array></dict></dict>"
+        let configuration = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict>
+              \(ipv4Dictionary)
+              \(ipv6Dictionary)
+              <key>DNS</key><dict><key>Servers</key><array/></dict>
+              \(server)
+            </dict></plist>
+            """
+        let path = directory + "/server.plist"
+        try Data(configuration.utf8).write(to: URL(fileURLWithPath: path))
+        return path
     }
 
     /// Stops the server as SIGTERM would (its tunnels end cleanly) and waits until it is gone.
