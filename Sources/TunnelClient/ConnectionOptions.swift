@@ -89,7 +89,7 @@ struct ConnectionOptions: ParsableArguments {
     func makeLogger() -> Logger {
         let level = logLevel
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = JournalLogHandler(label: label)
             handler.logLevel = level
             return handler
         }

@@ -60,7 +60,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let logLevel = self.logLevel
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = JournalLogHandler(label: label)
             handler.logLevel = logLevel
             return handler
         }
