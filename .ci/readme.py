@@ -357,7 +357,7 @@ def logins_and_metrics(run, commands):
     folder = os.stat(f"{run.work}/etc/simpletunnel")
     if folder.st_mode & 0o777 != 0o700 or folder.st_uid != 65534:
         raise Failure(f"passwd made {run.work}/etc/simpletunnel mode {oct(folder.st_mode & 0o777)} uid {folder.st_uid}")
-    listed = run.shell(run.adapt(command("tunnel-server passwd --list", commands), users))
+    listed = run.shell(run.adapt(command("sudo tunnel-server passwd --list", commands), users))
     if "alice" not in listed:
         raise Failure(f"passwd --list does not list alice: {listed}")
 

@@ -40,7 +40,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Seconds between keepalive probes; a server that misses 3 in a row is dead. 0 turns them off.", transform: UserSeconds.zeroOrPositive)
     var keepalive: Double = 15
 
-    @Option(help: "Control socket for `tunnel-client status` and `stop`. Default: $XDG_RUNTIME_DIR/simpletunnel/client.sock, or /tmp/simpletunnel-UID/client.sock without XDG_RUNTIME_DIR.")
+    @Option(help: "Control socket for `tunnel-client status` and `stop`. Default: $XDG_RUNTIME_DIR/simpletunnel/client.sock; without XDG_RUNTIME_DIR, /run/simpletunnel-client/client.sock for root, else /tmp/simpletunnel-UID/client.sock.")
     var control: String?
 
     @Flag(help: "Exit when the tunnel is lost instead of reconnecting.")
@@ -89,7 +89,7 @@ struct ConnectionOptions: ParsableArguments {
     func makeLogger() -> Logger {
         let level = logLevel
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = JournalLogHandler(label: label)
             handler.logLevel = level
             return handler
         }

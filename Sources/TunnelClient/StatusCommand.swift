@@ -5,7 +5,7 @@ import SimpleTunnelServices
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the running client's state: server, TLS, lease, flows, bytes, uptime, last error.")
 
-    @Option(help: "The running client's control socket. Default: $XDG_RUNTIME_DIR/simpletunnel/client.sock, or /tmp/simpletunnel-UID/client.sock without XDG_RUNTIME_DIR.")
+    @Option(help: "The running client's control socket. Default: $XDG_RUNTIME_DIR/simpletunnel/client.sock; without XDG_RUNTIME_DIR, /run/simpletunnel-client/client.sock for root, else /tmp/simpletunnel-UID/client.sock.")
     var control: String?
 
     @Flag(help: "Print JSON.")

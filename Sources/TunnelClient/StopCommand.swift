@@ -4,7 +4,7 @@ import SimpleTunnelServices
 struct Stop: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stop the running client, as SIGTERM would.")
 
-    @Option(help: "The running client's control socket. Default: $XDG_RUNTIME_DIR/simpletunnel/client.sock, or /tmp/simpletunnel-UID/client.sock without XDG_RUNTIME_DIR.")
+    @Option(help: "The running client's control socket. Default: $XDG_RUNTIME_DIR/simpletunnel/client.sock; without XDG_RUNTIME_DIR, /run/simpletunnel-client/client.sock for root, else /tmp/simpletunnel-UID/client.sock.")
     var control: String?
 
     func run() async throws {

@@ -11,7 +11,8 @@ struct Passwd: AsyncParsableCommand {
         discussion: """
             The password is read from the terminal without echo, or from standard input when that is not a terminal. \
             The file and a folder created for it are private (0600, 0700); --owner gives them to the user the server \
-            runs as (the example systemd unit's User=simpletunnel), which must be able to read the file.
+            runs as (the example systemd unit's User=simpletunnel), which must be able to read the file. An existing \
+            file keeps its owner, group and mode when rewritten. A password has at least 8 characters (--allow-short).
             """
     )
 
@@ -36,8 +37,11 @@ struct Passwd: AsyncParsableCommand {
     @Flag(help: "Remove LOGIN from the users file (or the database, where every server ends LOGIN's tunnels at once).")
     var remove = false
 
-    @Option(help: "Make the file (and a folder created for it) belong to this user, who runs the server (start as root).")
+    @Option(help: "Make a new file (and a folder created for it) belong to this user, who runs the server (start as root); an existing file must already be theirs.")
     var owner: String?
+
+    @Flag(help: "Accept a password shorter than 8 characters.")
+    var allowShort = false
 
     func validate() throws {
         if database == nil, users == nil {
@@ -72,7 +76,7 @@ struct Passwd: AsyncParsableCommand {
                     print("\(login) removed from the database; every server sharing it ends \(login)'s tunnels")
                 }
             }
-            let password = try PasswordReader.readNew(for: login)
+            let password = try PasswordReader.readNew(for: login, allowShort: allowShort)
             let hash = try PasswordHash(password: password, iterations: iterations)
             return try await withDatabase(database) { logins in
                 try await logins.set(login, hash: hash)
@@ -84,6 +88,11 @@ struct Passwd: AsyncParsableCommand {
         guard exists || !(list || remove) else {
             throw ValidationError("\(users) does not exist: no users to \(list ? "list" : "remove from"); add one with `tunnel-server passwd LOGIN --users \(users)`")
         }
+        let account = try owner.map { name throws(PrivilegeError) in try Privileges.account(named: name) }
+        var existing = stat()
+        if !list, let account, stat(users, &existing) == 0, let refusal = PasswdRefusal.ownerMismatch(users, fileOwner: existing.st_uid, owner: account) {
+            throw refusal
+        }
         var database = exists ? try UserDatabase.load(path: users) : UserDatabase()
         if list {
             for login in database.users.keys.sorted() { print(login) }
@@ -94,23 +103,29 @@ struct Passwd: AsyncParsableCommand {
             guard database.remove(login) else { throw ValidationError("\(login) is not in \(users)") }
             try database.write(to: users)
             print("\(login) removed from \(users)")
+            noteRootOwned(users)
             return
         }
-        let account = try owner.map { name throws(PrivilegeError) in try Privileges.account(named: name) }
         let folder = try UsersFileFolder.ensure(for: users, owner: account)
-        let password = try PasswordReader.readNew(for: login)
+        let password = try PasswordReader.readNew(for: login, allowShort: allowShort)
         let replaced = database.users[login] != nil
         database.set(login, hash: try PasswordHash(password: password, iterations: iterations))
         try database.write(to: users)
-        if let account {
+        if let account, !exists {
             guard chown(users, account.uid, account.gid) == 0 else {
                 throw ValidationError("cannot give \(users) to \(account.name): \(String(cString: strerror(errno)))")
             }
         }
         print("\(replaced ? "password changed for" : "added") \(login) in \(users)\(folder.map { " (created \($0), mode 0700)" } ?? "")")
-        if account == nil, getuid() == 0 {
-            print("note: \(users) belongs to root (mode 0600); a server running as another user cannot read it: add --owner USER")
-        }
+        noteRootOwned(users)
+    }
+
+    /// Root's file is unreadable to a server that runs as its own user: say so while it can still be fixed.
+    private func noteRootOwned(_ users: String) {
+        var status = stat()
+        guard getuid() == 0, stat(users, &status) == 0, status.st_uid == 0 else { return }
+        print("note: \(users) belongs to root (mode 0\(String(status.st_mode & 0o777, radix: 8))); a server running as another user cannot read it:"
+            + " `chown USER \(users)` (or add --owner USER when creating it)")
     }
 
     /// Connects, brings the schema up to date (a first `passwd` may come before any server ran), then does `body`.
@@ -150,12 +165,12 @@ enum UsersFileFolder {
 enum PasswordReader {
     /// A new password: on a terminal it is asked twice and the two must match,
     /// as passwd(1) does; from a pipe, one line.
-    static func readNew(for login: String) throws -> String {
+    static func readNew(for login: String, allowShort: Bool) throws -> String {
         let password = try read(prompt: "Password for \(login): ")
-        guard !password.isEmpty else { throw ValidationError("the password is empty") }
+        if let weakness = PasswdRefusal.weakness(of: password, allowShort: allowShort) { throw weakness }
         guard isatty(STDIN_FILENO) == 1 else { return password }
         guard try read(prompt: "Again, to check: ") == password else {
-            throw ValidationError("the two passwords differ; nothing was changed")
+            throw PasswdRefusal(description: "the two passwords differ; nothing was changed")
         }
         return password
     }

@@ -47,7 +47,7 @@ struct Serve: AsyncParsableCommand {
         let logLevel = process.logLevel
         let metrics = process.metrics, control = process.control, runAs = process.runAs
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = JournalLogHandler(label: label)
             handler.logLevel = logLevel
             return handler
         }

@@ -30,7 +30,7 @@ struct LoginRemovalTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         _ = try await passwd(["alice"], password: "wonderland", postgres: postgres)
-        _ = try await passwd(["bob"], password: "builder", postgres: postgres)
+        _ = try await passwd(["bob", "--allow-short"], password: "builder", postgres: postgres)
 
         var servers: [(process: ExternalProcess, port: Int, identity: SelfSignedIdentity)] = []
         defer { servers.forEach { $0.process.terminate() } }

@@ -191,7 +191,7 @@ struct CommandLineTests {
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let users = folder + "/etc/simpletunnel/users"
-        let added = try await Self.run(BuiltPrograms.tunnelServer, ["passwd", "dave", "--users", users, "--iterations", "100000"], input: "pw\n")
+        let added = try await Self.run(BuiltPrograms.tunnelServer, ["passwd", "dave", "--users", users, "--iterations", "100000"], input: "password\n")
         #expect(added.status == 0, "\(added)")
         #expect(added.output.contains("added dave in \(users)"), "\(added.output)")
         let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/etc/simpletunnel")
@@ -225,11 +225,11 @@ struct CommandLineTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let users = folder + "/users"
         let command = "\(BuiltPrograms.tunnelServer) passwd frank --users \(users) --iterations 100000"
-        let mismatch = try await Self.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "one\ntwo\n")
+        let mismatch = try await Self.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "first-one\nsecond-one\n")
         #expect(mismatch.status != 0 && mismatch.output.contains("the two passwords differ"), "\(mismatch)")
         #expect(!FileManager.default.fileExists(atPath: users))
-        let matched = try await Self.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "same\nsame\n")
+        let matched = try await Self.run("/usr/bin/script", ["-qec", command, "/dev/null"], input: "same-password\nsame-password\n")
         #expect(matched.status == 0 && matched.output.contains("added frank"), "\(matched)")
-        #expect(try UserDatabase.load(path: users).verify(login: "frank", password: "same"))
+        #expect(try UserDatabase.load(path: users).verify(login: "frank", password: "same-password"))
     }
 }

@@ -30,10 +30,18 @@ public enum ControlProtocol {
     }
 
     /// Where the running client listens unless told otherwise: under
-    /// `$XDG_RUNTIME_DIR`, else a per-user folder in /tmp.
+    /// `$XDG_RUNTIME_DIR`, else, for root (sudo drops that variable), in
+    /// /run, which only root may write to: /tmp/simpletunnel-0 could be made
+    /// first by anyone. Not /run/simpletunnel: that is the server unit's
+    /// RuntimeDirectory=, given to its user and removed when it stops.
+    /// Other users get a folder of their own in /tmp.
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment, userID: uid_t = getuid()) -> String {
-        ControlFraming.userRuntimeFolder(environment: environment, userID: userID) + "/client.sock"
+        if environment["XDG_RUNTIME_DIR"] == nil, userID == 0 { return rootFolder + "/client.sock" }
+        return ControlFraming.userRuntimeFolder(environment: environment, userID: userID) + "/client.sock"
     }
+
+    /// Root's client's folder when `$XDG_RUNTIME_DIR` is not set.
+    public static let rootFolder = "/run/simpletunnel-client"
 
     static func frame(_ payload: Data) -> ByteBuffer {
         ControlFraming.frame(payload)

@@ -50,6 +50,8 @@ public struct UserDatabase: Sendable, Hashable {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
+            // Foundation's "You don't have permission" names no one: say whose file it is and who asked.
+            if let denied = UsersFileDenial(path: path) { throw .notPermitted(denied) }
             throw .unreadable(path: path, reason: error.localizedDescription)
         }
         return try UserDatabase(parsing: text, path: path)
@@ -104,10 +106,12 @@ public struct UserDatabase: Sendable, Hashable {
             + users.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)\n" }.joined()
     }
 
-    /// Writes the file whole, then renames it into place, readable by its owner only.
+    /// Writes the file whole, then renames it into place: a new file readable
+    /// by its owner only, an existing one keeping its owner, group and mode
+    /// (root's `passwd` must leave the service's file readable by the service).
     public func write(to path: String) throws(UserDatabaseError) {
         do {
-            try AtomicFile.write(Array(fileText.utf8), to: path, permissions: 0o600)
+            try AtomicFile.write(Array(fileText.utf8), to: path, permissions: 0o600, keepingExisting: true)
         } catch {
             throw .unwritable(path: path, reason: error.description)
         }
@@ -120,6 +124,8 @@ public enum UserDatabaseError: Error, Hashable, CustomStringConvertible {
     case malformedLine(path: String, line: Int, reason: String)
     /// Group or others may read it: the message says how to fix it.
     case unprotected(String)
+    /// This process's user may not read it.
+    case notPermitted(UsersFileDenial)
 
     public var description: String {
         switch self {
@@ -127,6 +133,7 @@ public enum UserDatabaseError: Error, Hashable, CustomStringConvertible {
         case .unwritable(let path, let reason): return "cannot write the users file \(path): \(reason)"
         case .malformedLine(let path, let line, let reason): return "\(path), line \(line): \(reason)"
         case .unprotected(let exposure): return exposure
+        case .notPermitted(let denial): return denial.description
         }
     }
 }

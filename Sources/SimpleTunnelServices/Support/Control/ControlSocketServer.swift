@@ -3,9 +3,10 @@ import Logging
 import NIOCore
 import NIOPosix
 
-/// A control socket: a Unix domain socket (mode 0600, in a folder only its
-/// user can enter) answering one JSON request per connection. Only root and
-/// the process's own user are answered; others are closed unread, and logged.
+/// A control socket: a Unix domain socket (mode 0600, in a folder no one else
+/// may write to: `ControlSocketFolder`) answering one JSON request per
+/// connection. Only root and the process's own user are answered; others are
+/// closed unread, and logged.
 public final class ControlSocketServer: Sendable {
     /// Turns one request's JSON into the response's JSON.
     public typealias Answer = @Sendable (Data) async -> Data
@@ -26,36 +27,40 @@ public final class ControlSocketServer: Sendable {
         path: String, owner: (uid: uid_t, gid: gid_t)? = nil, program: String, group: EventLoopGroup, logger: Logger,
         answer: @escaping Answer
     ) async throws -> ControlSocketServer {
-        let folder = (path as NSString).deletingLastPathComponent
-        let folderExisted = FileManager.default.fileExists(atPath: folder)
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try await removeStaleSocket(at: path, program: program, group: group)
-        let channel = try await ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(ControlFrameDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(ControlRequestHandler(answer: answer, logger: logger))
+        let parent = (path as NSString).deletingLastPathComponent
+        let folder = try ControlSocketBinding.openFolder(parent.isEmpty ? "." : parent, owner: owner)
+        defer { Glibc.close(folder) }
+        try await removeStaleSocket(at: path, in: folder, program: program, group: group)
+        let socket = try ControlSocketBinding.listen(at: path, in: folder, owner: owner)
+        let channel: Channel
+        do {
+            channel = try await ServerBootstrap(group: group)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(ControlFrameDecoder()))
+                        try channel.pipeline.syncOperations.addHandler(ControlRequestHandler(answer: answer, logger: logger))
+                    }
                 }
-            }
-            .bind(unixDomainSocketPath: path)
-            .get()
-        chmod(path, 0o600)
-        if let owner {
-            chown(path, owner.uid, owner.gid)
-            if !folderExisted { chown(folder, owner.uid, owner.gid) }
+                .withBoundSocket(socket)
+                .get()
+        } catch {
+            unlink(path)
+            throw error
         }
         logger.info("control socket at \(path)")
         return ControlSocketServer(path: path, channel: channel)
     }
 
     /// A socket file nobody answers on is left over from a process that died; one that answers is in use.
-    private static func removeStaleSocket(at path: String, program: String, group: EventLoopGroup) async throws {
-        guard FileManager.default.fileExists(atPath: path) else { return }
-        if let live = try? await ClientBootstrap(group: group).connect(unixDomainSocketPath: path).get() {
+    /// The folder is checked, so no one else can have put anything else there.
+    private static func removeStaleSocket(at path: String, in folder: CInt, program: String, group: EventLoopGroup) async throws {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return }
+        if status.st_mode & S_IFMT == S_IFSOCK, let live = try? await ClientBootstrap(group: group).connect(unixDomainSocketPath: path).get() {
             try? await live.close()
             throw ControlError.socketInUse(path, program: program)
         }
-        unlink(path)
+        unlinkat(folder, (path as NSString).lastPathComponent, 0)
     }
 
     /// Unlinks first: a program waiting to take the path over may bind it as

@@ -16,8 +16,8 @@ struct ControlSocketDiagnosisTests {
     }
 
     @Test func aClientStartedWithSudoIsPointedAt() {
-        let text = Self.diagnosis(.nothingThere, rootSocket: "/tmp/simpletunnel-0/client.sock")
-        #expect(text.contains("/tmp/simpletunnel-0/client.sock") && text.contains("sudo tunnel-client status"), "\(text)")
+        let text = Self.diagnosis(.nothingThere, rootSocket: "/run/simpletunnel-client/client.sock")
+        #expect(text.contains("/run/simpletunnel-client/client.sock") && text.contains("sudo tunnel-client status"), "\(text)")
         #expect(text.contains("--control PATH"), "\(text)")
     }
 
@@ -25,7 +25,7 @@ struct ControlSocketDiagnosisTests {
         let text = Self.diagnosis(.nothingThere)
         #expect(text.contains("no tunnel-client answers on /tmp/simpletunnel-65534/client.sock") && !text.contains("sudo"), "\(text)")
         // A --control path that nobody answers on is not about sudo either.
-        let explicit = Self.diagnosis(.nothingThere, path: "/tmp/x.sock", isDefault: false, rootSocket: "/tmp/simpletunnel-0/client.sock")
+        let explicit = Self.diagnosis(.nothingThere, path: "/tmp/x.sock", isDefault: false, rootSocket: "/run/simpletunnel-client/client.sock")
         #expect(!explicit.contains("sudo"), "\(explicit)")
     }
 

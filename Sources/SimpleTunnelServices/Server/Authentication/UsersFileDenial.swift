@@ -1,0 +1,53 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why this process may not read the users file, in the terms that fix it:
+/// whose the file is and who asked. The usual cause is a file root rewrote
+/// (and so owns) for a server that runs as a service user.
+public struct UsersFileDenial: Error, Hashable, Sendable, CustomStringConvertible {
+    public var path: String
+    public var owner: Account
+    public var mode: mode_t
+    /// The user this process runs as.
+    public var reader: Account
+
+    public struct Account: Hashable, Sendable, CustomStringConvertible {
+        public var id: uid_t
+        public var name: String?
+
+        public var description: String { name ?? "uid \(id)" }
+
+        static func named(_ id: uid_t) -> Account {
+            guard let entry = getpwuid(id), let name = entry.pointee.pw_name else { return Account(id: id, name: nil) }
+            return Account(id: id, name: String(cString: name))
+        }
+    }
+
+    public init(path: String, owner: Account, mode: mode_t, reader: Account) {
+        self.path = path
+        self.owner = owner
+        self.mode = mode
+        self.reader = reader
+    }
+
+    /// The denial when `path` exists and this process may not open it for reading; nil otherwise.
+    init?(path: String) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor < 0 else {
+            close(descriptor)
+            return nil
+        }
+        var status = stat()
+        guard errno == EACCES || errno == EPERM, stat(path, &status) == 0 else { return nil }
+        self.init(path: path, owner: .named(status.st_uid), mode: status.st_mode & 0o7777, reader: .named(geteuid()))
+    }
+
+    public var description: String {
+        let octal = String(mode, radix: 8)
+        let mode = String(repeating: "0", count: max(0, 4 - octal.count)) + octal
+        let who = reader.name.map { "\($0) (uid \(reader.id))" } ?? "uid \(reader.id)"
+        return "cannot read \(path): it is owned by \(owner) (mode \(mode)) and tunnel-server runs as \(who);"
+            + " run `chown \(reader.name ?? String(reader.id)) \(path)`"
+    }
+}
