@@ -54,6 +54,12 @@ install -D -m 0644 "$packaging/sysusers.d/simpletunnel.conf" "$stage/usr/lib/sys
 install -D -m 0644 "$packaging/tmpfiles.d/simpletunnel.conf" "$stage/usr/lib/tmpfiles.d/simpletunnel.conf"
 install -D -m 0644 "$packaging/etc/tunnel-server.conf" "$stage/etc/simpletunnel/tunnel-server.conf"
 install -D -m 0644 "$packaging/etc/client-example.conf" "$doc/examples/client.conf"
+install -D -m 0644 "$root/Examples/tunnel-server.plist" "$doc/examples/tunnel-server.plist"
+install -D -m 0644 "$packaging/examples/simpletunnel.nft" "$doc/examples/simpletunnel.nft"
+install -D -m 0644 "$packaging/examples/99-simpletunnel.conf" "$doc/examples/sysctl.d/99-simpletunnel.conf"
+# The protocol and the guide for Apple's apps, which the man pages and the README point to.
+install -D -m 0644 "$root/docs/PROTOCOL.md" "$doc/PROTOCOL.md"
+install -D -m 0644 "$root/docs/APPLE-APPS.md" "$doc/APPLE-APPS.md"
 
 # Completions and man pages come from the programs' own argument parsers,
 # so they never disagree with --help.
@@ -99,8 +105,6 @@ if grep -qi swift <<<"$depends"; then
     echo "build-deb: the binaries depend on Swift's libraries: $depends" >&2
     exit 1
 fi
-# The unit's ExecReload sends SIGHUP with kill(1), which procps provides.
-depends="$depends, procps"
 
 install -m 0755 -t "$stage/DEBIAN" "$packaging/debian/postinst" "$packaging/debian/prerm" "$packaging/debian/postrm"
 echo "/etc/simpletunnel/tunnel-server.conf" >"$stage/DEBIAN/conffiles"

@@ -68,6 +68,8 @@ extension TunnelServerConfiguration {
     static let ipv6Keys = ["Pool", "Routes"]
     /// The keys of one `IPv6.Routes` entry.
     static let ipv6RouteKeys = ["Address", "PrefixLength"]
+
+    static let ipv4RouteKeys = ["Address", "Netmask"]
     /// `Servers` and `SearchDomains` the server reads; the others are NEDNSSettings' and passed to clients as written.
     static let dnsKeys = ["Servers", "SearchDomains", "MatchDomains", "MatchDomainsNoSearch", "DomainName"]
 
@@ -112,6 +114,8 @@ extension TunnelServerConfiguration {
         var routes: [IPv4Network] = []
         for element in try node.array(of: "routes, each a dictionary with Address and Netmask") {
             let route = try element.dictionary()
+            // A misspelt key (`NetMask`) must not be read as a route without one.
+            try route.rejectUnknownKeys(ipv4RouteKeys)
             let address = try route.required("Address", expected: "the route's network address, such as 10.0.0.0")
             let netmask = try route.required("Netmask", expected: "the route's netmask, such as 255.0.0.0")
             let addressText = try address.string(expected: "an IPv4 network address such as 10.0.0.0")

@@ -229,6 +229,76 @@ struct TunnelServerConfigurationTests {
         }
     }
 
+    /// The reader is the table of known keys: a key it does not know, put into
+    /// each of the example's dictionaries in turn, is refused with the list of
+    /// keys that dictionary takes, and the example must show every one.
+    @Test func theAnnotatedExampleShowsEveryKeyOfEveryDictionaryTheReaderKnows() throws {
+        let path = RepositoryPaths.root.appendingPathComponent("Examples/tunnel-server.plist").path
+        let example = try PropertyListReader.read(ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: path))))
+        let folder = (path as NSString).deletingLastPathComponent
+        // Keys that cannot be set in a file that loads as it is (Database needs a server) are shown in a comment.
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let commented = Set(text.matches(of: /<!--(?s:.*?)-->/).flatMap { comment in
+            String(comment.output).matches(of: /<key>(\w+)<\/key>/).map { String($0.output.1) }
+        })
+        #expect(Set(TunnelServerConfiguration.knownTopLevelKeys).isSubset(of: example.dictionaryValue.map { Set($0.keys) } ?? []))
+
+        /// Every dictionary below the top, by the keys that lead to it (array elements by index).
+        func dictionaries(in value: PropertyListValue, at path: [String]) -> [[String]] {
+            switch value {
+            case .dictionary(let entries):
+                return (path.isEmpty ? [] : [path]) + entries.flatMap { dictionaries(in: $0.value, at: path + [$0.key]) }
+            case .array(let elements):
+                return elements.enumerated().flatMap { dictionaries(in: $0.element, at: path + ["\($0.offset)"]) }
+            default:
+                return []
+            }
+        }
+        func inserting(_ key: String, into value: PropertyListValue, at path: ArraySlice<String>) -> PropertyListValue {
+            switch value {
+            case .dictionary(var entries):
+                guard let first = path.first else {
+                    entries[key] = .string("x")
+                    return .dictionary(entries)
+                }
+                entries[first] = entries[first].map { inserting(key, into: $0, at: path.dropFirst()) }
+                return .dictionary(entries)
+            case .array(var elements):
+                guard let first = path.first, let index = Int(first), elements.indices.contains(index) else { return value }
+                elements[index] = inserting(key, into: elements[index], at: path.dropFirst())
+                return .array(elements)
+            default:
+                return value
+            }
+        }
+        func shown(at path: [String]) -> Set<String> {
+            var value: PropertyListValue? = example
+            for step in path {
+                switch value {
+                case .dictionary(let entries)?: value = entries[step]
+                case .array(let elements)?: value = Int(step).flatMap { elements.indices.contains($0) ? elements[$0] : nil }
+                default: value = nil
+                }
+            }
+            return value?.dictionaryValue.map { Set($0.keys) } ?? []
+        }
+        // Dictionaries handed to clients untouched (Proxies) take any key.
+        let checked = dictionaries(in: example, at: []).filter { $0.first != "Proxies" }
+        #expect(checked.contains(["IPv6", "Pool"]) && checked.contains(["Server", "Limits"]) && checked.contains(["DNS"]))
+        for dictionary in checked {
+            let probe = inserting("NotAKnownKey", into: example, at: dictionary[...])
+            do {
+                _ = try TunnelServerConfiguration(propertyList: probe, resolvConf: nil, baseDirectory: folder)
+                Issue.record("\(dictionary.joined(separator: ".")) took an unknown key")
+            } catch .unknownKey(_, suggestion: _, known: let known) {
+                let missing = Set(known).subtracting(shown(at: dictionary)).subtracting(commented)
+                #expect(missing.isEmpty, "Examples/tunnel-server.plist's \(dictionary.joined(separator: ".")) does not show \(missing.sorted())")
+            } catch {
+                Issue.record("\(dictionary.joined(separator: ".")): \(error)")
+            }
+        }
+    }
+
     @Test func theEmbeddedDefaultIsAUsableConfiguration() throws {
         let configuration = TunnelServerConfiguration.embeddedDefault
         #expect(configuration.pool == IPv4Address(10, 90, 0, 2)...IPv4Address(10, 90, 0, 254))
