@@ -34,6 +34,7 @@ some machines; skipped saying so), the load balancer (the HAProxy test runs it).
 Usage: python3 .ci/readme.py   (as root, after `swift build`)
 """
 import glob
+import grp
 import json
 import os
 import re
@@ -377,6 +378,8 @@ def logins_and_metrics(run, commands):
     json.loads(run.shell(environment_login.replace("SIMPLETUNNEL_PASSWORD=... ", ""), extra={"SIMPLETUNNEL_PASSWORD": PASSWORD}))
     run.stop(server)
 
+    revoke_as_root(run, commands, users)
+
     metrics_flag = re.search(r"`(tunnel-server --metrics 127\.0\.0\.1:9464)`", readme_text())
     if not metrics_flag:
         raise Failure("README.md no longer shows `tunnel-server --metrics 127.0.0.1:9464`")
@@ -391,6 +394,48 @@ def logins_and_metrics(run, commands):
         if name not in metrics:
             raise Failure(f"the README names {name}, which /metrics does not serve:\n{metrics}")
     run.stop(server)
+
+
+def revoke_as_root(run, commands, users):
+    """The README's revoke as an operator does it: as root, against a server
+    running as another user (nobody stands for simpletunnel), then a reload."""
+    pid = os.getpid()
+    programs, runtime, state = (f"/tmp/st-readme-{what}-{pid}" for what in ("programs", "run", "state"))
+    try:
+        # Where nobody can reach: the build folder may sit below one only root can enter.
+        os.makedirs(programs, mode=0o755)
+        os.chmod(programs, 0o755)
+        shutil.copy(shutil.which("tunnel-server", path=run.environment["PATH"]), programs)
+        os.chmod(f"{programs}/tunnel-server", 0o755)
+        for folder in (runtime, state):
+            os.makedirs(folder, mode=0o700)
+            os.chown(folder, 65534, 65534)
+        # Its users file is below the work folder (for /etc/simpletunnel): nobody must get through to it, as to /etc.
+        os.chmod(run.work, 0o711)
+        os.chmod(f"{run.work}/etc", 0o711)
+        bob = command("sudo tunnel-server passwd alice", commands).replace("alice", "bob", 1)
+        run.shell(run.adapt(bob, users + [("--owner simpletunnel", "--owner nobody")]), stdin=PASSWORD + "\n")
+        control = f"{runtime}/server.sock"
+        server, _ = run.start(
+            f"setpriv --reuid nobody --regid {grp.getgrgid(65534).gr_name} --clear-groups {programs}/tunnel-server --host 127.0.0.1 --port 4434 "
+            f"--users {run.work}/etc/simpletunnel/users --state-directory {state} --control {control}",
+            lambda log: "listening on 127.0.0.1:4434" in log, "service-user-server")
+        # The README's two lines, as written, as root.
+        run.shell(run.adapt(command("sudo tunnel-server passwd bob --remove", commands), users))
+        file = os.stat(f"{run.work}/etc/simpletunnel/users")
+        if file.st_uid != 65534:
+            raise Failure(f"passwd --remove, run as root, made the users file uid {file.st_uid}'s: the server cannot read it")
+        reload_line = command("sudo systemctl reload tunnel-server", commands)
+        alternative = re.search(r"#\s*or:\s*(.+)$", [c for c in readme_commands() if c.startswith(reload_line)][0])
+        if not alternative:
+            raise Failure("README.md's reload line no longer names `tunnel-server reload` as the alternative")
+        said = run.shell(run.adapt(alternative.group(1).strip(), []) + f" --control {control}")
+        if 'removed="bob"' not in said or "NOT RELOADED" in said:
+            raise Failure(f"the reload after revoking bob said: {said}")
+        run.stop(server)
+    finally:
+        for folder in (programs, runtime, state):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def several_servers(run, commands):

@@ -79,6 +79,12 @@ for program in tunnel-server tunnel-client; do
     # One page a program, its subcommands inside (man-db cannot index the
     # tool's per-subcommand pages, whose names have a space).
     "$generate_manual" "$stage/usr/bin/$program" --date "$man_date" --output-directory "$stage/usr/share/man/man1"
+    page="$stage/usr/share/man/man1/$program.1"
+    # whatis (man -k) shows .Nd as written: no quotes around it.
+    sed -i 's/^\.Nd "\(.*\)"$/.Nd \1/' "$page"
+    # What --help cannot say: the files, the signals, examples and the configuration's keys.
+    [ -z "$(tail -c 1 "$page")" ] || echo >>"$page"  # the generated page ends without a newline
+    cat "$packaging/man/$program.sections.mdoc" >>"$page"
 done
 find "$stage/usr/share" -type f -exec chmod 0644 {} +
 gzip -9n "$stage/usr/share/man/man1/"*.1

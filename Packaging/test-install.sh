@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the package on a fresh Debian 12 (a debootstrap minbase in a
 # chroot) and uses it: both programs answer --version; the installed server,
-# started as the service user on 127.0.0.1, serves the installed client;
+# started as the service user on 127.0.0.1, reloaded, serves the installed
+# client and logs with journal priorities; `check` passes the shipped
+# configuration and refuses a broken one; the docs and examples are there;
 # an edited conffile survives reinstalling; the units pass
 # `systemd-analyze verify` and tunnel-server.service's exposure is at most
 # 2.5; `apt-get purge` leaves no file behind. The system has systemd
@@ -92,30 +94,69 @@ in_system getent passwd simpletunnel >/dev/null || fail "no simpletunnel user"
 state=$(in_system stat -c '%U %a' /var/lib/simpletunnel)
 [ "$state" = "simpletunnel 700" ] || fail "/var/lib/simpletunnel is $state, not simpletunnel 700"
 
+# The configuration as shipped passes `check` (the unit's ExecStartPre), run
+# as the service user with the unit's options; a broken file fails it, naming it.
+as_user() {
+    chroot "$system" /usr/bin/env -i PATH=/usr/bin:/bin setpriv --reuid simpletunnel --regid simpletunnel --init-groups "$@"
+}
+# shellcheck disable=SC1090,SC2086
+options=$(. "$system/etc/simpletunnel/tunnel-server.conf" && echo $TUNNEL_SERVER_OPTIONS)
+# shellcheck disable=SC2086
+checked=$(as_user /usr/bin/tunnel-server check --state-directory /var/lib/simpletunnel $options 2>&1) \
+    || { echo "$checked" >&2; fail "tunnel-server check refused the shipped configuration"; }
+grep -q "configuration OK" <<<"$checked" || fail "tunnel-server check said: $checked"
+printf '<plist version="1.0"><dict><key>Server</key><dict><key>Limits</key><dict><key>Tunels</key><integer>5</integer></dict></dict></dict></plist>\n' \
+    >"$system/tmp/broken.plist"
+chmod 0644 "$system/tmp/broken.plist"
+if broken=$(as_user /usr/bin/tunnel-server check --state-directory /var/lib/simpletunnel --config /tmp/broken.plist 2>&1); then
+    fail "tunnel-server check passed a configuration with a misspelt key"
+fi
+grep -q "Tunels" <<<"$broken" || fail "tunnel-server check did not name the bad key: $broken"
+echo "test-install: check passes the shipped configuration and names a bad key" >&2
+
 # The installed server, as the service user with the service's state folder,
-# serves the installed client over loopback.
+# in the operator's order: start, reload, then a new client. Its standard
+# error is the journal's stream (JOURNAL_STREAM names it), so each line must
+# carry its syslog priority.
 log="$system/tmp/server.log"
-chroot "$system" /usr/bin/env -i PATH=/usr/bin:/bin \
+: >"$log"
+journal=$(stat -c '%d:%i' "$log")
+chroot "$system" /usr/bin/env -i PATH=/usr/bin:/bin JOURNAL_STREAM="$journal" \
     setpriv --reuid simpletunnel --regid simpletunnel --init-groups \
-    /usr/bin/tunnel-server --state-directory /var/lib/simpletunnel --host 127.0.0.1 --port 0 >"$log" 2>&1 &
+    /usr/bin/tunnel-server --state-directory /var/lib/simpletunnel --control /var/lib/simpletunnel/server.sock \
+    --host 127.0.0.1 --port 0 >>"$log" 2>&1 &
 server=$!
 for _ in $(seq 1 100); do
     grep -q "connect with:" "$log" && break
     kill -0 "$server" 2>/dev/null || break
     sleep 0.1
 done
+grep -q '^<5>listening on 127\.0\.0\.1:' "$log" || { cat "$log" >&2; fail "the server's log lines carry no journal priority"; }
+reloaded=$(as_user /usr/bin/tunnel-server reload --control /var/lib/simpletunnel/server.sock 2>&1) \
+    || { echo "$reloaded" >&2; cat "$log" >&2; fail "tunnel-server reload failed"; }
 connect=$(sed -n 's/.*connect with: \(tunnel-client config --server 127\.0\.0\.1:[0-9]* --pin-sha256 [0-9a-f]*\).*/\1/p' "$log")
 [ -n "$connect" ] || { cat "$log" >&2; fail "the installed server did not print a client command"; }
 # shellcheck disable=SC2086
-configuration=$(in_system $connect) || fail "the installed client could not fetch the configuration"
+configuration=$(in_system $connect) || fail "the installed client could not fetch the configuration after a reload"
 grep -q '{' <<<"$configuration" || fail "tunnel-client config printed no JSON: $configuration"
 [ -n "$(in_system find /var/lib/simpletunnel -type f -user simpletunnel)" ] \
     || fail "the server kept no certificate in /var/lib/simpletunnel"
 kill -TERM "$server"
 wait "$server" || { cat "$log" >&2; fail "the installed server did not exit cleanly on SIGTERM"; }
 server=""
-rm -f "$log"
-echo "test-install: installed server served the installed client on loopback" >&2
+rm -f "$log" "$system/tmp/broken.plist"
+echo "test-install: installed server, reloaded, served the installed client on loopback; its log carries journal priorities" >&2
+
+# The documentation a new operator is pointed to is there.
+doc="$system/usr/share/doc/simpletunnel"
+for file in examples/tunnel-server.plist examples/client.conf examples/simpletunnel.nft examples/sysctl.d/99-simpletunnel.conf \
+    PROTOCOL.md APPLE-APPS.md README.md.gz copyright; do
+    [ -f "$doc/$file" ] || fail "the package has no $doc/$file"
+done
+grep -q '^License: Apache-2.0' "$doc/copyright" || fail "the copyright file names no licence"
+for section in FILES SIGNALS EXAMPLES CONFIGURATION; do
+    zcat "$system/usr/share/man/man1/tunnel-server.1.gz" | grep -q "^\.Sh $section" || fail "man tunnel-server has no $section section"
+done
 
 # An edited conffile survives reinstalling the package.
 conffile="$system/etc/simpletunnel/tunnel-server.conf"

@@ -87,6 +87,11 @@ struct PasswdOwnershipTests {
             denial.description == "cannot read /etc/simpletunnel/users: it is owned by root (mode 0600) and tunnel-server runs as"
                 + " simpletunnel (uid 998); run `chown simpletunnel /etc/simpletunnel/users`")
         #expect(UserDatabaseError.notPermitted(denial).description == denial.description)
+        let folder = UsersFileDenial(
+            path: "/root/users", owner: .init(id: 0, name: "root"), mode: 0o700, reader: .init(id: 998, name: "simpletunnel"), folder: "/root")
+        #expect(
+            folder.description == "cannot read /root/users: tunnel-server runs as simpletunnel (uid 998), which may not enter /root"
+                + " (owned by root, mode 0700); keep the file in a folder simpletunnel can enter, such as /etc/simpletunnel")
     }
 
     /// The reload's own path: the server's user (here nobody) may not read root's file.

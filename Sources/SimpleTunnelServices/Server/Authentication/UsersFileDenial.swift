@@ -11,6 +11,9 @@ public struct UsersFileDenial: Error, Hashable, Sendable, CustomStringConvertibl
     public var mode: mode_t
     /// The user this process runs as.
     public var reader: Account
+    /// Set when it is a folder on the way, not the file, that this process may
+    /// not enter; `owner` and `mode` are then the folder's.
+    public var folder: String?
 
     public struct Account: Hashable, Sendable, CustomStringConvertible {
         public var id: uid_t
@@ -24,11 +27,12 @@ public struct UsersFileDenial: Error, Hashable, Sendable, CustomStringConvertibl
         }
     }
 
-    public init(path: String, owner: Account, mode: mode_t, reader: Account) {
+    public init(path: String, owner: Account, mode: mode_t, reader: Account, folder: String? = nil) {
         self.path = path
         self.owner = owner
         self.mode = mode
         self.reader = reader
+        self.folder = folder
     }
 
     /// The denial when `path` exists and this process may not open it for reading; nil otherwise.
@@ -38,15 +42,33 @@ public struct UsersFileDenial: Error, Hashable, Sendable, CustomStringConvertibl
             close(descriptor)
             return nil
         }
+        guard errno == EACCES || errno == EPERM else { return nil }
         var status = stat()
-        guard errno == EACCES || errno == EPERM, stat(path, &status) == 0 else { return nil }
-        self.init(path: path, owner: .named(status.st_uid), mode: status.st_mode & 0o7777, reader: .named(geteuid()))
+        if stat(path, &status) == 0 {
+            self.init(path: path, owner: .named(status.st_uid), mode: status.st_mode & 0o7777, reader: .named(geteuid()))
+            return
+        }
+        // The file cannot even be looked at: the first folder on its way this process may not enter.
+        var folder = ""
+        for component in path.split(separator: "/").dropLast() {
+            folder += "/" + component
+            if access(folder, X_OK) != 0, stat(folder, &status) == 0 {
+                self.init(
+                    path: path, owner: .named(status.st_uid), mode: status.st_mode & 0o7777, reader: .named(geteuid()), folder: folder)
+                return
+            }
+        }
+        return nil
     }
 
     public var description: String {
         let octal = String(mode, radix: 8)
         let mode = String(repeating: "0", count: max(0, 4 - octal.count)) + octal
         let who = reader.name.map { "\($0) (uid \(reader.id))" } ?? "uid \(reader.id)"
+        if let folder {
+            return "cannot read \(path): tunnel-server runs as \(who), which may not enter \(folder) (owned by \(owner), mode \(mode));"
+                + " keep the file in a folder \(reader.name ?? "that user") can enter, such as /etc/simpletunnel"
+        }
         return "cannot read \(path): it is owned by \(owner) (mode \(mode)) and tunnel-server runs as \(who);"
             + " run `chown \(reader.name ?? String(reader.id)) \(path)`"
     }
