@@ -86,7 +86,9 @@ extension ServerIPLayer {
         }
         let router = PacketRouter(device: device, policy: options.destinationPolicy, metrics: metrics, logger: logger)
         router.start()
-        let layer = ServerIPLayer(pool: addressPool, router: router, configuration: configuration, metrics: metrics)
+        let layer = ServerIPLayer(
+            pool: addressPool, router: router, configuration: configuration, metrics: metrics,
+            serverAddresses: [address.map(IPAddress.v4), address6.map(IPAddress.v6)].compactMap { $0 })
         logger.notice(
             "IP layer on \(device.name): \(Self.describe(server: address, pool: pool, server6: address6, pool6: configuration.ipv6Pool)), MTU \(options.mtu)",
             metadata: [

@@ -12,8 +12,14 @@ public final class ServerIPLayer: Sendable {
     let metrics: TunnelServerMetrics?
     /// The tunnel of each lease's holder, so that a newer session of the same client can end it.
     private let holders = NIOLockedValueBox<[LeaseBook.Holder: @Sendable () -> Void]>([:])
+    /// The TUN device's own addresses: a split tunnel's client is given host routes to them.
+    let serverAddresses: [IPAddress]
 
-    public init(pool: any AddressLeasing, router: PacketRouter, configuration: TunnelServerConfiguration, metrics: TunnelServerMetrics? = nil) {
+    public init(
+        pool: any AddressLeasing, router: PacketRouter, configuration: TunnelServerConfiguration, metrics: TunnelServerMetrics? = nil,
+        serverAddresses: [IPAddress] = []
+    ) {
+        self.serverAddresses = serverAddresses
         self.pool = pool
         self.router = router
         self.currentConfiguration = NIOLockedValueBox(configuration)
@@ -60,7 +66,8 @@ public final class ServerIPLayer: Sendable {
                     peer.leased(lease.addressesDescription)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
-                var answer = currentConfiguration.withLockedValue { $0 }.configuration(forLease: lease.address, ipv6: lease.ipv6Address)
+                var answer = currentConfiguration.withLockedValue { $0 }.configuration(
+                    forLease: lease.address, ipv6: lease.ipv6Address, serverAddresses: serverAddresses)
                 if superPackets { answer[IPFlowConfigurationKey.superPackets] = PropertyListValue(1) }
                 completion(.success(OpenedFlow(endpoint: .ip(endpoint), configuration: answer)))
             }

@@ -352,3 +352,44 @@ struct TunnelServerConfigurationTests {
         #expect(error?.description.contains("\(key): unknown key (did you mean \(meant)?)") == true, "\(String(describing: error))")
     }
 }
+
+/// A split tunnel's client reaches its DNS and the server through the tunnel.
+@Suite("Host routes of a split tunnel")
+struct SplitTunnelHostRouteTests {
+    static func configuration(routes: String, dns: [String]) throws -> TunnelServerConfiguration {
+        let servers = dns.map { "<string>\($0)</string>" }.joined()
+        let text = """
+            <plist version="1.0"><dict>
+            <key>IPv4</key><dict><key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.9</string></dict>\(routes)</dict>
+            <key>IPv6</key><dict><key>Pool</key><dict><key>StartAddress</key><string>fd00:90::2</string><key>EndAddress</key><string>fd00:90::9</string></dict>
+            <key>Routes</key><array><dict><key>Address</key><string>fd00:2::</string><key>PrefixLength</key><integer>64</integer></dict></array></dict>
+            <key>DNS</key><dict><key>Servers</key><array>\(servers)</array></dict>
+            </dict></plist>
+            """
+        return try TunnelServerConfiguration(propertyList: try PropertyListReader.read(ByteBuffer(string: text)))
+    }
+
+    static func routes(_ answer: [String: PropertyListValue], _ family: String) -> [String] {
+        (answer[family]?.dictionaryValue?["Routes"]?.arrayValue ?? []).compactMap { route in
+            guard let entry = route.dictionaryValue, let address = entry["Address"]?.stringValue else { return nil }
+            return address + "/" + (entry["Netmask"]?.stringValue ?? entry["PrefixLength"].map { "\($0.integerValue ?? -1)" } ?? "?")
+        }
+    }
+
+    let server: [IPAddress] = [.v4(IPv4Address(10, 90, 0, 1)), IPAddress("fd00:90::1")!]
+
+    @Test func theServersAddressAndEveryDNSServerOutsideTheRoutesGetAHostRoute() throws {
+        let split = "<key>Routes</key><array><dict><key>Address</key><string>198.18.2.0</string><key>Netmask</key><string>255.255.255.0</string></dict></array>"
+        let configuration = try Self.configuration(routes: split, dns: ["10.90.0.1", "192.0.2.53", "198.18.2.53", "fd00:53::1"])
+        let answer = configuration.configuration(forLease: IPv4Address(10, 90, 0, 2), ipv6: IPv6Address("fd00:90::2"), serverAddresses: server)
+        // Once each: 10.90.0.1 is both the server and a DNS server; 198.18.2.53 is inside a route already.
+        #expect(Self.routes(answer, "IPv4") == ["198.18.2.0/255.255.255.0", "10.90.0.1/255.255.255.255", "192.0.2.53/255.255.255.255"])
+        #expect(Self.routes(answer, "IPv6") == ["fd00:2::/64", "fd00:90::1/128", "fd00:53::1/128"])
+    }
+
+    @Test func aFullTunnelGetsNoRoutesAtAll() throws {
+        let configuration = try Self.configuration(routes: "", dns: ["192.0.2.53"])
+        let answer = configuration.configuration(forLease: IPv4Address(10, 90, 0, 2), serverAddresses: server)
+        #expect(answer["IPv4"]?.dictionaryValue?["Routes"] == nil, "no Routes: everything goes through the tunnel")
+    }
+}
