@@ -199,7 +199,9 @@ public struct TunnelServerLaunch: Sendable {
     static func refusedDNSServers(_ configuration: TunnelServerConfiguration, policy: DestinationPolicy) -> [String] {
         let filter = PacketDestinationFilter(policy)
         return (configuration.dns?.servers ?? []).compactMap { server in
-            guard case .v4(let address) = server.unmapped, filter.refuses(address, port: 53) else { return nil }
+            guard case .v4(let address) = server.unmapped,
+                filter.verdict(for: address, port: .port(53)) != .allowed || filter.keepsOnLink(address, port: .port(53))
+            else { return nil }
             return "IP-layer clients are told to use the DNS server \(address), but the destination policy drops packets to it; "
                 + "--allow \(address):53 opens it for DNS"
         }

@@ -59,7 +59,9 @@ struct PublicListenerLaunchTests {
         #expect(publicLaunch.warnings.count == 1)
         #expect(publicLaunch.warnings.first?.contains("--allow 169.254.169.254:53") == true, "\(publicLaunch.warnings)")
         #expect(try Self.prepare(host: "0.0.0.0", allow: ["169.254.169.254:53"], resolvConf: resolvConf).warnings.isEmpty)
-        #expect(try Self.prepare(host: "127.0.0.1", resolvConf: resolvConf).warnings.isEmpty)
+        // On a loopback listener too: packets to a link-local address stay on the client's link unless opened.
+        #expect(try Self.prepare(host: "127.0.0.1", resolvConf: resolvConf).warnings.count == 1)
+        #expect(try Self.prepare(host: "127.0.0.1", allow: ["169.254.169.254:53", "*"], resolvConf: resolvConf).warnings.isEmpty)
     }
 
     @Test func aPublicListenerClosesTheServersOwnAddressesToFlowsUnlessAnAllowAddressRuleOpensOne() throws {

@@ -14,20 +14,40 @@ enum IPv4PacketHeader {
         return (IPv4Address(rawValue: source), IPv4Address(rawValue: destination))
     }
 
-    /// The destination port of a TCP or UDP packet (the first fragment
-    /// carries it); nil for other protocols, later fragments, or a packet
-    /// too short to hold the port.
-    static func destinationPort(of packet: ByteBuffer) -> Int? {
+    /// The destination port (the first fragment carries it), or why there
+    /// is none to read. Only for a packet `addresses(of:)` took as IPv4.
+    static func destinationPort(of packet: ByteBuffer) -> PortLookup {
         let start = packet.readerIndex
         guard let versionAndLength = packet.getInteger(at: start, as: UInt8.self),
-            let fragment = packet.getInteger(at: start + 6, endianness: .big, as: UInt16.self), fragment & 0x1FFF == 0,
-            let protocolNumber = packet.getInteger(at: start + 9, as: UInt8.self),
-            protocolNumber == 6 || protocolNumber == 17
-        else { return nil }
-        let headerLength = Int(versionAndLength & 0x0F) * 4
-        guard headerLength >= 20, let port = packet.getInteger(at: start + headerLength + 2, endianness: .big, as: UInt16.self) else {
-            return nil
+            let fragment = packet.getInteger(at: start + 6, endianness: .big, as: UInt16.self),
+            let protocolNumber = packet.getInteger(at: start + 9, as: UInt8.self)
+        else { return .undeterminable(.truncated) }
+        guard fragment & 0x1FFF == 0 else { return .noPort }
+        switch protocolNumber {
+        case 50: return .undeterminable(.encrypted)
+        case 51: return .undeterminable(.authenticationHeader)
+        case let number where !PortLookup.carriesPorts(number): return .noPort
+        default: break
         }
-        return Int(port)
+        let headerLength = Int(versionAndLength & 0x0F) * 4
+        guard headerLength >= 20 else { return .undeterminable(.malformedHeader) }
+        guard let port = packet.getInteger(at: start + headerLength + 2, endianness: .big, as: UInt16.self) else {
+            let moreFragments = fragment & 0x2000 != 0
+            return .undeterminable(moreFragments ? .fragmentWithoutTransportHeader : .truncated)
+        }
+        return .port(port)
+    }
+
+    /// Multicast (224.0.0.0/4), the limited broadcast (255.255.255.255) and
+    /// link-local (169.254.0.0/16): the client's own link, or the server's if
+    /// forwarded there (mDNS, DHCP, SSDP reaching the server's own services),
+    /// never a destination beyond it.
+    static func isLinkScoped(_ address: IPv4Address) -> Bool {
+        address.rawValue >> 28 == 0xE || address.rawValue == .max || isLinkLocal(address)
+    }
+
+    /// 169.254.0.0/16, where clouds put their resolvers and metadata services.
+    static func isLinkLocal(_ address: IPv4Address) -> Bool {
+        address.rawValue >> 16 == 0xA9FE
     }
 }

@@ -25,35 +25,48 @@ enum IPv6PacketHeader {
     /// Extension headers walked before giving up on finding the port; real packets carry one or two.
     static let maximumExtensionHeaders = 8
 
-    /// The destination port of a TCP or UDP packet, found past the common
-    /// extension headers (hop-by-hop, routing, destination options, and a first
-    /// fragment's header); nil for other protocols, later fragments, or a packet
-    /// too short to hold the port.
-    static func destinationPort(of packet: ByteBuffer) -> Int? {
+    /// The destination port, found past the extension headers (hop-by-hop,
+    /// routing, destination options, a first fragment's header), or why
+    /// there is none to read. A port the walk cannot reach (too many headers,
+    /// AH, ESP, an extension header it does not know, the packet's end) is
+    /// undeterminable, not absent.
+    static func destinationPort(of packet: ByteBuffer) -> PortLookup {
         let start = packet.readerIndex
-        guard var next = packet.getInteger(at: start + 6, as: UInt8.self) else { return nil }
+        guard var next = packet.getInteger(at: start + 6, as: UInt8.self) else { return .undeterminable(.truncated) }
         var offset = start + fixedLength
-        for _ in 0...maximumExtensionHeaders {
+        var headers = 0
+        // Inside a first fragment more follow: what is cut off here is in the next one.
+        var firstFragment = false
+        var cut: PortLookup { .undeterminable(firstFragment ? .fragmentWithoutTransportHeader : .truncated) }
+        while true {
             switch next {
-            case 6, 17:
-                return packet.getInteger(at: offset + 2, endianness: .big, as: UInt16.self).map(Int.init)
-            case 0, 43, 60:
-                guard let following = packet.getInteger(at: offset, as: UInt8.self),
-                    let length = packet.getInteger(at: offset + 1, as: UInt8.self)
-                else { return nil }
+            case 0, 43, 44, 60:
+                guard headers < maximumExtensionHeaders else { return .undeterminable(.tooManyExtensionHeaders) }
+                headers += 1
+                guard let following = packet.getInteger(at: offset, as: UInt8.self) else { return cut }
+                if next == 44 {
+                    guard let fragment = packet.getInteger(at: offset + 2, endianness: .big, as: UInt16.self) else { return cut }
+                    guard fragment >> 3 == 0 else { return .noPort }
+                    firstFragment = fragment & 1 == 1
+                    offset += 8
+                } else {
+                    guard let length = packet.getInteger(at: offset + 1, as: UInt8.self) else { return cut }
+                    offset += (Int(length) + 1) * 8
+                }
                 next = following
-                offset += (Int(length) + 1) * 8
-            case 44:
-                guard let following = packet.getInteger(at: offset, as: UInt8.self),
-                    let fragment = packet.getInteger(at: offset + 2, endianness: .big, as: UInt16.self), fragment >> 3 == 0
-                else { return nil }
-                next = following
-                offset += 8
+            case 50:
+                return .undeterminable(.encrypted)
+            case 51:
+                return .undeterminable(.authenticationHeader)
+            case 135, 139, 140, 253, 254:
+                return .undeterminable(.unknownExtensionHeader)
+            case let number where PortLookup.carriesPorts(number):
+                guard let port = packet.getInteger(at: offset + 2, endianness: .big, as: UInt16.self) else { return cut }
+                return .port(port)
             default:
-                return nil
+                return .noPort
             }
         }
-        return nil
     }
 
     /// Link-local (fe80::/10) or multicast (ff00::/8): traffic of the tunnel's

@@ -1,14 +1,17 @@
 /// The destination policy as the IP layer applies it to every packet a client
 /// sends: the Deny rules, and the default denials unless an Allow address
 /// rule opens them. Allow lists do not restrict packets, and name rules cannot
-/// (a packet has no name). Compiled once into masks and port ranges, so the
+/// (a packet has no name). A port rule fails closed: a packet whose port
+/// could not be found is dropped when such a rule covers its destination.
+/// Compiled once into masks and port ranges, so the
 /// check per packet is integer compares with no allocation.
 struct PacketDestinationFilter: Sendable {
     /// One address rule: a network of either family (`Bits` wide) and, unless any port, its ports.
     struct Entry<Bits: FixedWidthInteger & UnsignedInteger & Sendable>: Sendable {
         let network: Bits
         let mask: Bits
-        /// Nil: any port, and packets without one (ICMP, later fragments).
+        /// Nil: any port, and packets without one (ICMP, later fragments) or
+        /// whose port could not be found.
         let ports: [ClosedRange<Int>]?
 
         /// `*` matches every address; a rule of the other family, or a name rule, none.
@@ -33,12 +36,35 @@ struct PacketDestinationFilter: Sendable {
             prefixLength == 0 ? 0 : Bits.max << (Bits.bitWidth - prefixLength)
         }
 
-        func matches(_ address: Bits, port: Int?) -> Bool {
-            guard address & mask == network else { return false }
-            guard let ports else { return true }
-            guard let port else { return false }
-            return ports.contains { $0.contains(port) }
+        func match(_ address: Bits, port: PortLookup) -> Match {
+            guard address & mask == network else { return .no }
+            guard let ports else { return .yes }
+            switch port {
+            case .port(let port): return ports.contains { $0.contains(Int(port)) } ? .yes : .no
+            case .noPort: return .no
+            case .undeterminable: return .unknown
+            }
         }
+    }
+
+    /// Whether a rule matches a packet: `unknown` when its address does and
+    /// its ports might, the packet's port being undeterminable.
+    enum Match: Int, Comparable {
+        case no, unknown, yes
+
+        static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// What becomes of a packet, the stricter first when two verdicts meet.
+    enum Verdict: Int, Comparable {
+        case allowed
+        /// A port rule could decide it, but the packet's port could not be
+        /// found: dropped, as it may be what a Deny rule refuses or what an
+        /// opener does not open.
+        case portUndeterminable
+        case refused
+
+        static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
     typealias Entry4 = Entry<UInt32>
@@ -62,31 +88,50 @@ struct PacketDestinationFilter: Sendable {
 
     var isEmpty: Bool { denied.isEmpty && defaultDenied.isEmpty && denied6.isEmpty && defaultDenied6.isEmpty }
 
-    /// Whether a packet to the IPv6 `destination` is refused. An IPv4-mapped
+    /// What becomes of a packet to the IPv6 `destination`. An IPv4-mapped
     /// destination is judged as the IPv4 address it names too, as for flows.
-    func refuses(_ destination: IPv6Address, port: Int?) -> Bool {
-        if let ipv4 = destination.ipv4Mapped, refuses(ipv4, port: port) { return true }
+    func verdict(for destination: IPv6Address, port: PortLookup) -> Verdict {
         let address = destination.rawValue
-        func any(_ entries: [Entry6]) -> Bool {
-            entries.contains { $0.matches(address, port: port) }
+        func any(_ entries: [Entry6]) -> Match {
+            entries.reduce(.no) { max($0, $1.match(address, port: port)) }
         }
-        if any(denied6) { return true }
-        return any(defaultDenied6) && !any(openers6)
+        let verdict = Self.verdict(deny: any(denied6), defaultDeny: any(defaultDenied6), open: any(openers6))
+        guard let ipv4 = destination.ipv4Mapped else { return verdict }
+        return max(verdict, self.verdict(for: ipv4, port: port))
     }
 
-    /// Whether a packet to `destination` (TCP or UDP `port`, else nil) is refused.
-    /// 0.0.0.0/8 is judged as 127.0.0.1 too, as for flows.
-    func refuses(_ destination: IPv4Address, port: Int?) -> Bool {
+    /// What becomes of a packet to `destination`. 0.0.0.0/8 is judged as
+    /// 127.0.0.1 too, as for flows.
+    func verdict(for destination: IPv4Address, port: PortLookup) -> Verdict {
         let address = destination.rawValue
         let alias: UInt32? = address >> 24 == 0 ? IPv4Address(127, 0, 0, 1).rawValue : nil
-        func any(_ entries: [Entry4]) -> Bool {
-            entries.contains { entry in
-                if entry.matches(address, port: port) { return true }
-                guard let alias else { return false }
-                return entry.matches(alias, port: port)
+        func any(_ entries: [Entry4]) -> Match {
+            entries.reduce(.no) { match, entry in
+                max(match, entry.match(address, port: port), alias.map { entry.match($0, port: port) } ?? .no)
             }
         }
-        if any(denied) { return true }
-        return any(defaultDenied) && !any(openers)
+        return Self.verdict(deny: any(denied), defaultDeny: any(defaultDenied), open: any(openers))
+    }
+
+    /// Whether a packet to `destination` stays on the client's link: multicast,
+    /// broadcast and link-local, as link-scoped IPv6 does, unless an Allow
+    /// address rule opens the link-local address for it, as it opens a default
+    /// denial (a cloud's resolver at 169.254.169.253, port 53).
+    func keepsOnLink(_ destination: IPv4Address, port: PortLookup) -> Bool {
+        guard IPv4PacketHeader.isLinkScoped(destination) else { return false }
+        guard IPv4PacketHeader.isLinkLocal(destination) else { return true }
+        return !openers.contains { $0.match(destination.rawValue, port: port) == .yes }
+    }
+
+    /// A Deny rule refuses; a default denial refuses unless an opener
+    /// allows. Where a port rule's answer is unknown, so is the packet's fate,
+    /// and it is dropped as `portUndeterminable` rather than let through.
+    private static func verdict(deny: Match, defaultDeny: Match, open: Match) -> Verdict {
+        if deny == .yes { return .refused }
+        var verdict: Verdict = deny == .unknown ? .portUndeterminable : .allowed
+        if defaultDeny != .no && open != .yes {
+            verdict = max(verdict, defaultDeny == .yes && open == .no ? .refused : .portUndeterminable)
+        }
+        return verdict
     }
 }

