@@ -2,6 +2,8 @@ import ArgumentParser
 import Logging
 import SimpleTunnelServices
 
+extension DNSMode: ExpressibleByArgument {}
+
 struct IP: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ip",
@@ -21,8 +23,12 @@ struct IP: AsyncParsableCommand {
     @Flag(name: .customLong("no-routes"), help: "Do not add routes; only the address.")
     var noRoutes = false
 
-    @Flag(help: "Use the server's DNS servers while the tunnel is up.")
-    var dns = false
+    @Option(
+        help: """
+            Use the server's DNS while the tunnel is up: full (every name), split (only names in the pushed SearchDomains and \
+            MatchDomains; needs systemd-resolved), auto (full when the tunnel carries everything, else split; what a bare --dns means) or off.
+            """)
+    var dns: DNSMode = .off
 
     @Option(help: "MTU of the TUN device (at least 1280 when the server offers IPv6). Default: the server's (it pushes its own), else 1400.")
     var mtu: Int?
@@ -49,12 +55,12 @@ struct IP: AsyncParsableCommand {
         var options = IPTunnelOptions()
         options.deviceName = tun
         options.applyRoutes = !noRoutes
-        options.applyDNS = dns
+        options.dns = dns
         options.mtu = mtu
         options.offerSuperPackets = !noSuperPackets
         let ipOptions = options
         // Changing and undoing routes needs CAP_NET_ADMIN; restoring /etc/resolv.conf needs to write root's file.
-        let capabilities: Set<Privileges.Capability> = dns ? [.netAdmin, .dacOverride] : [.netAdmin]
+        let capabilities: Set<Privileges.Capability> = dns != .off ? [.netAdmin, .dacOverride] : [.netAdmin]
         try await connection.run(keeping: capabilities, offersNeedTunnel: true) { current, status in
             guard let tunnel = current.connection else { throw TunnelClientLaunchError("the tunnel closed before the IP flow could be opened") }
             let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, logger: Logger(label: "tunnel-client"))

@@ -7,7 +7,8 @@ import SimpleTunnelServices
 enum TunnelClientMain {
     static func main() {
         MallocTuning.apply()
-        BlockingMain.run { await TunnelClientCommand.main() }
+        let arguments = DNSMode.rewritingBareFlag(Array(CommandLine.arguments.dropFirst()))
+        BlockingMain.run { await TunnelClientCommand.main(arguments) }
     }
 }
 

@@ -8,8 +8,8 @@ public struct IPTunnelOptions: Sendable {
     public var deviceName = "stun%d"
     /// Apply the pushed routes (or route everything); off with `--no-routes`.
     public var applyRoutes = true
-    /// Apply the pushed DNS settings (`--dns`).
-    public var applyDNS = false
+    /// How the pushed DNS settings are applied (`--dns`).
+    public var dns = DNSMode.off
     /// Nil: the MTU the server pushes (`IPv4.MTU`), else 1400.
     public var mtu: Int?
     /// Offer to carry TCP super-packets whole (PROTOCOL.md B8) when the device
@@ -28,6 +28,10 @@ public struct IPTunnelSettings: Sendable, Hashable {
     public var routes: [IPv4Network]?
     public var dnsServers: [IPAddress]
     public var searchDomains: [String]
+    /// `DNS.MatchDomains`: the names the DNS servers are for (split DNS); "" matches all.
+    public var matchDomains: [String]
+    /// `DNS.MatchDomainsNoSearch`: the match domains are not searched.
+    public var matchDomainsNoSearch: Bool
     /// `IPv4.MTU` (or `IPv6.MTU`), the server's device MTU (ours, PROTOCOL.md A5); nil when absent or out of range.
     public var mtu: Int?
     /// The IPv6 lease (ours, PROTOCOL.md B7); nil when the server offers IPv4 only.
@@ -75,6 +79,13 @@ public struct IPTunnelSettings: Sendable, Hashable {
         let dns = configuration["DNS"]?.dictionaryValue ?? [:]
         self.dnsServers = (dns["Servers"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap { IPAddress($0) } }
         self.searchDomains = (dns["SearchDomains"]?.arrayValue ?? []).compactMap(\.stringValue)
+        self.matchDomains = (dns["MatchDomains"]?.arrayValue ?? []).compactMap(\.stringValue)
+        // A boolean, or an integer (0 or 1) as some property-list writers give it.
+        switch dns["MatchDomainsNoSearch"] {
+        case .boolean(let value)?: self.matchDomainsNoSearch = value
+        case .integer(let value)?: self.matchDomainsNoSearch = value != 0
+        default: self.matchDomainsNoSearch = false
+        }
         self.superPackets = configuration[IPFlowConfigurationKey.superPackets]?.integerValue.map { $0 != 0 } ?? false
     }
 }
@@ -146,7 +157,7 @@ public final class IPTunnelSession: Sendable {
         let network = LinuxNetworkConfigurator(logger: logger)
         do {
             let settings = try IPTunnelSettings(configuration: try await openFlow(tunnel: tunnel, link: link, options: options))
-            try apply(settings, options: options, server: tunnel.channel.remoteAddress, device: device.name, network: network)
+            try apply(settings, options: options, server: tunnel.channel.remoteAddress, device: device.name, network: network, logger: logger)
             logger.notice(
                 "IP tunnel up on \(device.name): \(settings.leaseDescription), routes \(options.applyRoutes ? (settings.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything") : "none")",
                 metadata: ["super-packets": "\(settings.superPackets ? "agreed" : "off")"]
@@ -178,13 +189,14 @@ public final class IPTunnelSession: Sendable {
             try network.replaceAddress(old, prefixLength: previous.prefixLength, with: new, prefixLength: settings.prefixLength, device: deviceName)
         } else {
             try network.undoAll()
-            try Self.apply(settings, options: options, server: tunnel.channel.remoteAddress, device: deviceName, network: network)
+            try Self.apply(settings, options: options, server: tunnel.channel.remoteAddress, device: deviceName, network: network, logger: logger)
         }
         current.withLockedValue { $0 = settings }
     }
 
     private static func apply(
-        _ settings: IPTunnelSettings, options: IPTunnelOptions, server: SocketAddress?, device: String, network: LinuxNetworkConfigurator
+        _ settings: IPTunnelSettings, options: IPTunnelOptions, server: SocketAddress?, device: String, network: LinuxNetworkConfigurator,
+        logger: Logger
     ) throws {
         let mtu = options.mtu ?? settings.mtu ?? 1400
         if settings.ipv6 != nil, mtu < IPTunnelSettings.minimumIPv6MTU {
@@ -200,9 +212,20 @@ public final class IPTunnelSession: Sendable {
         if options.applyRoutes {
             try applyRoutes(settings, device: device, server: server, network: network)
         }
-        if options.applyDNS, !settings.dnsServers.isEmpty {
-            try network.setDNS(servers: settings.dnsServers, searchDomains: settings.searchDomains, device: device)
+        if let plan = dnsPlan(settings, options: options) {
+            if case .leftAlone(let reason) = try network.setDNS(plan, device: device) {
+                logger.warning("DNS not applied: \(reason)")
+            }
         }
+    }
+
+    /// The pushed DNS as `--dns` asks; a tunnel carries everything when its routes (not given, or off) send all of a family through it.
+    static func dnsPlan(_ settings: IPTunnelSettings, options: IPTunnelOptions) -> DNSPlan? {
+        let ipv4Everything = settings.address == nil || settings.routes == nil
+        let ipv6Everything = settings.ipv6.map { $0.routes == nil } ?? true
+        return DNSPlan.decide(
+            mode: options.dns, servers: settings.dnsServers, searchDomains: settings.searchDomains, matchDomains: settings.matchDomains,
+            matchDomainsNoSearch: settings.matchDomainsNoSearch, tunnelCarriesEverything: options.applyRoutes && ipv4Everything && ipv6Everything)
     }
 
     /// Opens the IP flow with the device as its local end; returns the pushed configuration.

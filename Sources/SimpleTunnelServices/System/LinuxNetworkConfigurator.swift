@@ -203,21 +203,38 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
 
     /// Points name resolution at `servers` (and `searchDomains`) for the
     /// tunnel on `device`, per the configured `DNSMethod`.
-    public func setDNS(servers: [IPAddress], searchDomains: [String] = [], device: String) throws(NetworkConfigurationError) {
-        if let bad = searchDomains.first(where: { $0.isEmpty || $0.contains(where: { $0.isWhitespace || $0.isNewline || $0 == "#" }) }) {
-            throw .invalidSetting("search domain \"\(bad)\" is empty or contains spaces or a #")
+    /// Every name to `servers` (a full tunnel's DNS).
+    @discardableResult
+    public func setDNS(servers: [IPAddress], searchDomains: [String] = [], device: String) throws(NetworkConfigurationError) -> DNSApplied {
+        try setDNS(DNSPlan(servers: servers, searchDomains: searchDomains, carriesEverything: true), device: device)
+    }
+
+    /// With systemd-resolved: the link's servers and domains, and whether it
+    /// is the default route for names no other link claims. With a plain
+    /// resolv.conf: the whole file for a full tunnel; a split one leaves it
+    /// alone (a file cannot send some names to some servers) and says why.
+    @discardableResult
+    public func setDNS(_ plan: DNSPlan, device: String) throws(NetworkConfigurationError) -> DNSApplied {
+        let domains = plan.searchDomains + plan.routingDomains
+        if let bad = domains.first(where: { $0.isEmpty || $0.contains(where: { $0.isWhitespace || $0.isNewline || $0 == "#" || $0 == "~" }) }) {
+            throw .invalidSetting("search domain \"\(bad)\" is empty or contains spaces, a # or a ~")
         }
-        try locked { () throws(NetworkConfigurationError) in
+        return try locked { () throws(NetworkConfigurationError) -> DNSApplied in
             switch try chooseDNSMethod() {
             case .resolved:
-                try apply(["resolvectl", "dns", device] + servers.map(\.description), undo: ["resolvectl", "revert", device])
-                if !searchDomains.isEmpty {
-                    // No extra undo: `revert` above also drops the domains.
-                    _ = try runner.runChecked(["resolvectl", "domain", device] + searchDomains)
+                try apply(["resolvectl", "dns", device] + plan.servers.map(\.description), undo: ["resolvectl", "revert", device])
+                // No extra undo: `revert` above also drops the domains and the default route.
+                if !plan.resolvedDomains.isEmpty {
+                    _ = try runner.runChecked(["resolvectl", "domain", device] + plan.resolvedDomains)
                 }
+                _ = try runner.runChecked(["resolvectl", "default-route", device, plan.carriesEverything ? "yes" : "no"])
+                return .resolved
             case .file(let path):
-                let backup = try ResolvConfFile(path: path).replace(with: Self.resolvConfText(servers: servers, searchDomains: searchDomains, device: device))
+                guard plan.carriesEverything else { return .leftAlone(plan.splitAdvice) }
+                let text = Self.resolvConfText(servers: plan.servers, searchDomains: plan.searchDomains, device: device)
+                let backup = try ResolvConfFile(path: path).replace(with: text)
                 undoSteps.append(.restoreFile(backup))
+                return .resolvConf(path: path)
             }
         }
     }

@@ -98,6 +98,14 @@ struct NamespaceNetworkConfiguratorTests {
 
         try lab.writeResolvConf(for: namespace, "nameserver 10.203.0.54\n")
         #expect(try lab.run(in: namespace, ["cat", "/etc/resolv.conf"]).standardOutput == "nameserver 10.203.0.54\n")
+
+        // A split tunnel's DNS leaves the namespace's file as it is: its public names keep resolving.
+        let split = DNSPlan(servers: [.v4(IPv4Address(10, 203, 0, 53))], searchDomains: ["lab.example"], carriesEverything: false)
+        guard case .leftAlone = try LinuxNetworkConfigurator(namespace: namespace).setDNS(split, device: "stun0") else {
+            Issue.record("a split tunnel's DNS rewrote the namespace's resolv.conf")
+            return
+        }
+        #expect(try lab.run(in: namespace, ["cat", "/etc/resolv.conf"]).standardOutput == "nameserver 10.203.0.54\n")
     }
 
     @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root and `ip netns`"))

@@ -111,11 +111,45 @@ struct PacketFlowNetworkConfiguratorTests {
         let runner = ScriptedCommandRunner()
         let configurator = LinuxNetworkConfigurator(dnsMethod: .resolved, runner: runner)
         try configurator.setDNS(servers: [.v4(IPv4Address(10, 0, 0, 1))], searchDomains: ["corp.example"], device: "stun0")
+        // A full tunnel's DNS: every name (`~.`), and the default route for names no other link claims.
         #expect(runner.commands == [
             ["resolvectl", "dns", "stun0", "10.0.0.1"],
-            ["resolvectl", "domain", "stun0", "corp.example"],
+            ["resolvectl", "domain", "stun0", "corp.example", "~."],
+            ["resolvectl", "default-route", "stun0", "yes"],
         ])
         #expect(configurator.pendingUndo == ["resolvectl revert stun0"])
+    }
+
+    @Test func aSplitTunnelsDNSThroughResolvedRoutesOnlyItsDomains() throws {
+        let runner = ScriptedCommandRunner()
+        let configurator = LinuxNetworkConfigurator(dnsMethod: .resolved, runner: runner)
+        let plan = DNSPlan(
+            servers: [.v4(IPv4Address(10, 0, 0, 1))], searchDomains: ["corp.example"], routingDomains: ["internal.example"], carriesEverything: false)
+        #expect(try configurator.setDNS(plan, device: "stun0") == .resolved)
+        #expect(runner.commands == [
+            ["resolvectl", "dns", "stun0", "10.0.0.1"],
+            ["resolvectl", "domain", "stun0", "corp.example", "~internal.example"],
+            ["resolvectl", "default-route", "stun0", "no"],
+        ])
+        #expect(configurator.pendingUndo == ["resolvectl revert stun0"])
+    }
+
+    @Test func aSplitTunnelLeavesAPlainResolvConfAloneAndSaysWhatToDo() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("st-resolv-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("resolv.conf").path
+        let original = "nameserver 192.0.2.53\nsearch home.example\n"
+        try original.write(toFile: path, atomically: true, encoding: .utf8)
+        let configurator = LinuxNetworkConfigurator(dnsMethod: .resolvConf(path: path), runner: ScriptedCommandRunner())
+        let plan = DNSPlan(servers: [.v4(IPv4Address(10, 0, 0, 1))], searchDomains: ["corp.example"], carriesEverything: false)
+        guard case .leftAlone(let reason) = try configurator.setDNS(plan, device: "stun0") else {
+            Issue.record("a split tunnel rewrote resolv.conf")
+            return
+        }
+        #expect(reason.contains("names in corp.example would go to 10.0.0.1") && reason.contains("--dns full"), "\(reason)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == original, "public names and the home search domain keep working")
+        #expect(configurator.pendingUndo.isEmpty)
     }
 
     @Test func resolvConfIsReplacedInPlaceAndItsExactBytesRestored() throws {
