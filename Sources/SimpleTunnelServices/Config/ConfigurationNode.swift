@@ -23,6 +23,11 @@ struct ConfigurationNode {
         return text
     }
 
+    func boolean(expected: String = "true or false") throws(ConfigurationError) -> Bool {
+        guard case .boolean(let value) = value else { throw invalid(expected: expected) }
+        return value
+    }
+
     func nonEmptyString(expected: String) throws(ConfigurationError) -> String {
         let text = try string(expected: expected)
         guard !text.isEmpty else { throw invalid(expected: expected) }

@@ -21,6 +21,7 @@ extension TunnelServerLaunch {
         device.deviceIPv6Address = options.tunAddress.lazy.compactMap(IPv6Address.init).first
         device.mtu = options.mtu
         device.destinationPolicy = policy
+        device.clientIsolation = !options.clientToClient && configuration.server.clientIsolation != false
         device.database = database
         // With a database, leases are shared there instead.
         if database == nil {

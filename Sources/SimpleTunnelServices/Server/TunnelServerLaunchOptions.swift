@@ -55,6 +55,11 @@ public struct TunnelServerLaunchOptions: ParsableArguments, Sendable {
     @Option(help: "Refuse destinations matching this rule (repeatable); deny wins over allow.")
     public var deny: [String] = []
 
+    @Flag(
+        name: .customLong("client-to-client"),
+        help: "Let IP-layer clients reach one another's leases (Server.ClientIsolation false). By default each reaches only the server and the networks behind it.")
+    public var clientToClient = false
+
     @Option(name: .customLong("max-tunnels"), help: "Tunnels served at once. Default 256.")
     public var maximumTunnels: Int?
 

@@ -1,6 +1,7 @@
 extension TunnelServerSettings {
     static let knownKeys = [
         "ListenAddress", "Port", "Certificate", "PrivateKey", "ClientCA", "Database", "DatabasePasswordFile", "Limits", "Policy",
+        "ClientIsolation",
     ]
 
     /// Reads the `Server` dictionary. Unlike the client keys, which are passed
@@ -19,6 +20,8 @@ extension TunnelServerSettings {
         if let node = server.optional("DatabasePasswordFile") { databasePasswordFilePath = try Self.filePath(node, baseDirectory: baseDirectory) }
         if let node = server.optional("Limits") { limits = try Limits(node) }
         if let node = server.optional("Policy") { policy = try DestinationPolicy(node) }
+        clientIsolation = try server.optional("ClientIsolation")?.boolean(
+            expected: "true (clients reach only the server and the networks behind it) or false (they reach one another too)")
     }
 
     private static func filePath(_ node: ConfigurationNode, baseDirectory: String?) throws(ConfigurationError) -> String {

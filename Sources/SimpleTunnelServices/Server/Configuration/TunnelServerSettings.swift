@@ -24,6 +24,8 @@ public struct TunnelServerSettings: Sendable, Hashable {
     public var databasePasswordFilePath: String?
     public var limits: Limits
     public var policy: DestinationPolicy
+    /// `Server.ClientIsolation`: false lets IP-layer clients reach one another's leases; nil = the default, isolated.
+    public var clientIsolation: Bool?
 
     public init(
         listenAddress: String? = nil,

@@ -111,6 +111,9 @@ public struct ServerSettingsReload: Sendable {
         Aspect(name: "IPv6 pool", isLive: false) { launch in
             launch.configuration.ipv6Pool.map { "\($0.lowerBound)-\($0.upperBound)" } ?? "none"
         },
+        Aspect(name: "client isolation", isLive: false) { launch in
+            launch.ipLayer.map { $0.options.clientIsolation ? "on" : "off (--client-to-client)" } ?? "no IP layer"
+        },
         Aspect(name: "destination policy", isLive: true) { launch in
             let allow = launch.policy.allowRules.map(\.text), deny = launch.policy.denyRules.map(\.text)
             let defaults = launch.policy.defaultDenyRules.map(\.text)

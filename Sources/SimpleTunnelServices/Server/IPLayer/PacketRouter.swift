@@ -18,6 +18,8 @@ public final class PacketRouter: @unchecked Sendable {
     private let drops = NIOLockedValueBox(Drops())
     /// Replaced whole by a reload; read once per batch.
     private let currentFilter: NIOLockedValueBox<PacketDestinationFilter>
+    /// Set: a client's packets to another client's lease are dropped.
+    private let isolation: ClientIsolation?
     private let logger: Logger
     private let metrics: TunnelServerMetrics?
     private let allocator = ByteBufferAllocator()
@@ -61,6 +63,8 @@ public final class PacketRouter: @unchecked Sendable {
         /// Super-packets from the server's own device that could not be cut
         /// for a client that takes none (the kernel's, so never seen; counted, not lost quietly).
         public var uncutSuperPacketsDropped: UInt64 = 0
+        /// To another client's lease, with client isolation on.
+        public var otherClientDropped: UInt64 = 0
     }
 
     /// The counters, and what is still to be logged of the drops a client causes.
@@ -79,7 +83,11 @@ public final class PacketRouter: @unchecked Sendable {
 
     /// `policy` decides which destinations packets from clients may have
     /// (see `PacketDestinationFilter`); the default refuses none.
-    public init(device: PacketFlow, policy: DestinationPolicy = .allowAll, metrics: TunnelServerMetrics? = nil, logger: Logger) {
+    public init(
+        device: PacketFlow, policy: DestinationPolicy = .allowAll, isolation: ClientIsolation? = nil, metrics: TunnelServerMetrics? = nil,
+        logger: Logger
+    ) {
+        self.isolation = isolation
         self.device = device
         self.currentFilter = NIOLockedValueBox(PacketDestinationFilter(policy))
         self.metrics = metrics
@@ -133,7 +141,7 @@ public final class PacketRouter: @unchecked Sendable {
 
     /// What became of a client's packet.
     private enum Verdict {
-        case allowed, spoofed, otherFamily, linkScoped, refused, undeterminablePort, superPacket
+        case allowed, spoofed, otherFamily, linkScoped, refused, undeterminablePort, superPacket, otherClient
     }
 
     /// Writes a client's packets to the device, dropping (and counting) any
@@ -150,6 +158,7 @@ public final class PacketRouter: @unchecked Sendable {
         var refused: UInt64 = 0
         var undeterminable: UInt64 = 0
         var unagreed: UInt64 = 0
+        var otherClient: UInt64 = 0
         let filter = currentFilter.withLockedValue { $0 }
         for packet in packets {
             let verdict = packet.isSuperPacket && !superPackets ? .superPacket : verdict(on: packet.bytes, lease: lease, lease6: lease6, filter: filter)
@@ -161,10 +170,11 @@ public final class PacketRouter: @unchecked Sendable {
             case .linkScoped: linkScoped += 1
             case .refused: refused += 1
             case .undeterminablePort: undeterminable += 1
+            case .otherClient: otherClient += 1
             }
         }
         // The lock is shared by every tunnel: taken only when there is something to count.
-        if spoofed > 0 || notIPv4 > 0 || refused > 0 || undeterminable > 0 || linkScoped > 0 || unagreed > 0 {
+        if spoofed > 0 || notIPv4 > 0 || refused > 0 || undeterminable > 0 || linkScoped > 0 || unagreed > 0 || otherClient > 0 {
             let leases = [lease?.description, lease6?.description].compactMap { $0 }.joined(separator: " and ")
             let now = NIODeadline.now()
             let (spoofedToLog, refusedToLog, undeterminableToLog) = drops.withLockedValue { drops in
@@ -174,6 +184,7 @@ public final class PacketRouter: @unchecked Sendable {
                 drops.counters.policyDropped += refused
                 drops.counters.undeterminablePortDropped += undeterminable
                 drops.counters.superPacketsDropped += unagreed
+                drops.counters.otherClientDropped += otherClient
                 return (
                     Drops.due(&drops.spoofed, spoofed, now: now), Drops.due(&drops.refused, refused, now: now),
                     Drops.due(&drops.undeterminable, undeterminable, now: now)
@@ -185,6 +196,7 @@ public final class PacketRouter: @unchecked Sendable {
             metrics?.droppedPackets(.policy, count: Int(refused))
             metrics?.droppedPackets(.undeterminablePort, count: Int(undeterminable))
             metrics?.droppedPackets(.superPacket, count: Int(unagreed))
+            metrics?.droppedPackets(.clientIsolation, count: Int(otherClient))
             if spoofedToLog > 0 {
                 logger.notice("dropped packets whose source is not the lease", metadata: ["lease": "\(leases)", "count": "\(spoofedToLog)"])
             }
@@ -211,6 +223,7 @@ public final class PacketRouter: @unchecked Sendable {
             // Found only when asked for: most packets go to a destination no rule names.
             var port: PortLookup { IPv4PacketHeader.destinationPort(of: packet) }
             if IPv4PacketHeader.isLinkScoped(destination) && filter.keepsOnLink(destination, port: port) { return .linkScoped }
+            if isolation?.separates(destination) == true { return .otherClient }
             return filter.isEmpty ? .allowed : Self.verdict(filter.verdict(for: destination, port: port))
         }
         // Without an IPv6 lease a client's IPv6 (router solicitations from its TUN) has nowhere to go.
@@ -219,6 +232,7 @@ public final class PacketRouter: @unchecked Sendable {
             return .linkScoped
         }
         guard addresses.source == lease6 else { return .spoofed }
+        if isolation?.separates(addresses.destination) == true { return .otherClient }
         guard !filter.isEmpty else { return .allowed }
         return Self.verdict(filter.verdict(for: addresses.destination, port: IPv6PacketHeader.destinationPort(of: packet)))
     }

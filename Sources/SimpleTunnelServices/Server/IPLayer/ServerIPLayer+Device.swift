@@ -16,6 +16,8 @@ public struct ServerIPLayerOptions: Sendable {
     public var database: (any SharedServerStore)?
     /// Which destinations clients' packets may have: its Deny rules and default denials apply.
     public var destinationPolicy = DestinationPolicy.allowAll
+    /// Clients may not reach one another's leases (`--client-to-client` turns it off).
+    public var clientIsolation = true
 
     public init() {}
 }
@@ -84,7 +86,8 @@ extension ServerIPLayer {
             device.close()
             throw error
         }
-        let router = PacketRouter(device: device, policy: options.destinationPolicy, metrics: metrics, logger: logger)
+        let isolation = options.clientIsolation ? ClientIsolation(ipv4Pool: pool, ipv6Pool: configuration.ipv6Pool) : nil
+        let router = PacketRouter(device: device, policy: options.destinationPolicy, isolation: isolation, metrics: metrics, logger: logger)
         router.start()
         let layer = ServerIPLayer(
             pool: addressPool, router: router, configuration: configuration, metrics: metrics,

@@ -27,6 +27,7 @@ public struct TunnelServerMetrics: Sendable {
         case linkScoped = "link_scoped"
         /// A client's packet whose port could not be found, to a destination a port rule covers.
         case undeterminablePort = "undeterminable_port"
+        case clientIsolation = "client_isolation"
         /// A super-packet from a client that did not agree to them (PROTOCOL.md B8).
         case superPacket = "super_packet"
         /// A super-packet from the server's device that could not be cut for a client that takes none.
