@@ -86,3 +86,35 @@ struct IPPolicyNamespaceTests {
         #expect(serverLog != nil, "the server did not report the dropped packets:\n\(vpn.serverProcess?.outputSoFar ?? "")")
     }
 }
+
+@Suite("IP tunnel in network namespaces: clients and one another", .serialized, .timeLimit(.minutes(3)))
+struct ClientIsolationNamespaceTests {
+    /// Two clients up; whether the first pings the second's lease.
+    static func firstReachesSecond(serverArguments: [String]) async throws -> Bool {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer(arguments: serverArguments)
+        let first = try vpn.clientNamespace(1)
+        let second = try vpn.clientNamespace(2)
+        // Everything through the tunnel would loop here; the other lease's /32 is the route to test.
+        _ = try await vpn.startClient(in: first, serverAddress: "198.18.11.1", device: "stun1")
+        _ = try await vpn.startClient(in: second, serverAddress: "198.18.12.1", device: "stun2")
+        try vpn.lab.run(in: first, ["ip", "route", "add", "10.90.0.3/32", "dev", "stun1"])
+        try vpn.lab.run(in: second, ["ip", "route", "add", "10.90.0.2/32", "dev", "stun2"])
+        let ping = try vpn.lab.run(in: first, ["ping", "-c", "2", "-i", "0.2", "-W", "1", "10.90.0.3"], check: false)
+        // The destination behind the server stays reachable either way.
+        let behind = try vpn.lab.run(in: first, ["ping", "-c", "1", "-W", "2", "198.18.2.2"], check: false)
+        #expect(behind.status == 0, "\(behind.standardOutput)")
+        return ping.status == 0
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func byDefaultAClientCannotReachAnothersLease() async throws {
+        #expect(try await !Self.firstReachesSecond(serverArguments: []))
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func clientToClientLetsThemTalk() async throws {
+        #expect(try await Self.firstReachesSecond(serverArguments: ["--client-to-client"]))
+    }
+}
