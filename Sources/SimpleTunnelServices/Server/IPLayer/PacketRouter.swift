@@ -73,6 +73,7 @@ public final class PacketRouter: @unchecked Sendable {
         var spoofed = LineRateLimiter(interval: PacketRouter.logInterval)
         var refused = LineRateLimiter(interval: PacketRouter.logInterval)
         var undeterminable = LineRateLimiter(interval: PacketRouter.logInterval)
+        var superPackets = LineRateLimiter(interval: PacketRouter.logInterval)
 
         /// Counts `count` dropped packets; returns how many to log now, all since the last line (0: not yet).
         static func due(_ log: inout LineRateLimiter, _ count: UInt64, now: NIODeadline) -> UInt64 {
@@ -161,7 +162,10 @@ public final class PacketRouter: @unchecked Sendable {
         var otherClient: UInt64 = 0
         let filter = currentFilter.withLockedValue { $0 }
         for packet in packets {
-            let verdict = packet.isSuperPacket && !superPackets ? .superPacket : verdict(on: packet.bytes, lease: lease, lease6: lease6, filter: filter)
+            // A super-packet needs the client's agreement and must hold together (PROTOCOL.md B8); checked once, here.
+            let verdict =
+                packet.isSuperPacket && !(superPackets && SuperPacket.isWritable(packet))
+                ? .superPacket : verdict(on: packet.bytes, lease: lease, lease6: lease6, filter: filter)
             switch verdict {
             case .allowed: allowed.append(packet)
             case .superPacket: unagreed += 1
@@ -177,7 +181,7 @@ public final class PacketRouter: @unchecked Sendable {
         if spoofed > 0 || notIPv4 > 0 || refused > 0 || undeterminable > 0 || linkScoped > 0 || unagreed > 0 || otherClient > 0 {
             let leases = [lease?.description, lease6?.description].compactMap { $0 }.joined(separator: " and ")
             let now = NIODeadline.now()
-            let (spoofedToLog, refusedToLog, undeterminableToLog) = drops.withLockedValue { drops in
+            let (spoofedToLog, refusedToLog, undeterminableToLog, superPacketsToLog) = drops.withLockedValue { drops in
                 drops.counters.spoofedDropped += spoofed
                 drops.counters.nonIPv4Dropped += notIPv4
                 drops.counters.linkScopedDropped += linkScoped
@@ -187,7 +191,7 @@ public final class PacketRouter: @unchecked Sendable {
                 drops.counters.otherClientDropped += otherClient
                 return (
                     Drops.due(&drops.spoofed, spoofed, now: now), Drops.due(&drops.refused, refused, now: now),
-                    Drops.due(&drops.undeterminable, undeterminable, now: now)
+                    Drops.due(&drops.undeterminable, undeterminable, now: now), Drops.due(&drops.superPackets, unagreed, now: now)
                 )
             }
             metrics?.droppedPackets(.spoofed, count: Int(spoofed))
@@ -202,6 +206,11 @@ public final class PacketRouter: @unchecked Sendable {
             }
             if refusedToLog > 0 {
                 logger.notice("dropped packets whose destination the policy refuses", metadata: ["lease": "\(leases)", "count": "\(refusedToLog)"])
+            }
+            if superPacketsToLog > 0 {
+                logger.notice(
+                    "dropped super-packets the client did not agree to, or that do not hold together",
+                    metadata: ["lease": "\(leases)", "count": "\(superPacketsToLog)"])
             }
             if undeterminableToLog > 0 {
                 logger.notice(

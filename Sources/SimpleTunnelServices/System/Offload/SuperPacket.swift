@@ -32,6 +32,16 @@ enum SuperPacket {
         return (complete, layout)
     }
 
+    /// Whether a super-packet a peer sent may be written to a device: it holds
+    /// together (`header(for:segmentSize:)`) and makes at least two segments,
+    /// as every TSO read does; the kernel refuses a one-segment one.
+    static func isWritable(_ packet: TunnelPacket) -> Bool {
+        packet.bytes.withUnsafeReadableBytes { bytes in
+            guard let (_, layout) = try? header(for: bytes, segmentSize: packet.segmentSize) else { return false }
+            return layout.segmentCount >= 2
+        }
+    }
+
     /// The ordinary packets a super-packet stands for, with every checksum
     /// computed: for a peer or a device that takes no super-packets.
     static func segments(of packet: TunnelPacket, allocator: ByteBufferAllocator) throws(TUNOffloadError) -> [ByteBuffer] {

@@ -30,7 +30,8 @@ struct TUNWritePlan {
             let checked = packet.bytes.withUnsafeReadableBytes { bytes in
                 try? SuperPacket.header(for: bytes, segmentSize: packet.segmentSize)
             }
-            guard let (header, layout) = checked else {
+            // One segment: the kernel would refuse the write; dropped and counted here instead.
+            guard let (header, layout) = checked, layout.segmentCount >= 2 else {
                 malformed += 1
                 continue
             }
