@@ -27,20 +27,24 @@ struct Check: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // Said on standard error by the launch's own lines would be noise here: only the verdict and the warnings are printed.
-        let logger = Logger(label: "tunnel-server-check") { _ in SwiftLogNoOpLogHandler() }
-        let launch: TunnelServerLaunch
-        do {
-            launch = try Serve.prepareLaunch(
-                options, openSharedStore: TunnelDatabase.opener, openFileLimit: OpenFileLimit.current()?.soft ?? 1024, logger: logger)
-        } catch {
-            StandardError.write("tunnel-server: the configuration would not start: \(error)\n")
-            throw ExitCode(1)
-        }
+        let launch = try Self.launchAsAStartWould(options, refusal: "the configuration would not start")
         for warning in launch.warnings {
             StandardError.write("warning: \(warning)\n")
         }
         print("configuration OK: " + Self.summary(launch))
+    }
+
+    /// What `serve` with `options` would run with, read without a log (the
+    /// caller prints what matters); exit 1 with `refusal` and the reason when it would not start.
+    static func launchAsAStartWould(_ options: TunnelServerLaunchOptions, refusal: String) throws -> TunnelServerLaunch {
+        let quiet = Logger(label: "tunnel-server") { _ in SwiftLogNoOpLogHandler() }
+        do {
+            return try Serve.prepareLaunch(
+                options, openSharedStore: TunnelDatabase.opener, openFileLimit: OpenFileLimit.current()?.soft ?? 1024, logger: quiet)
+        } catch {
+            StandardError.write("tunnel-server: \(refusal): \(error)\n")
+            throw ExitCode(1)
+        }
     }
 
     static func summary(_ launch: TunnelServerLaunch) -> String {

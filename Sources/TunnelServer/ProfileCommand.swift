@@ -1,7 +1,5 @@
 import ArgumentParser
 import Foundation
-import Logging
-import SimpleTunnelDatabase
 import SimpleTunnelServices
 
 /// `tunnel-server profile LOGIN`: the file a user's `tunnel-client --profile`
@@ -33,15 +31,7 @@ struct Profile: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = Logger(label: "tunnel-server-profile") { _ in SwiftLogNoOpLogHandler() }
-        let launch: TunnelServerLaunch
-        do {
-            launch = try Serve.prepareLaunch(
-                options, openSharedStore: TunnelDatabase.opener, openFileLimit: OpenFileLimit.current()?.soft ?? 1024, logger: logger)
-        } catch {
-            StandardError.write("tunnel-server: the configuration would not start, so no profile was written: \(error)\n")
-            throw ExitCode(1)
-        }
+        let launch = try Check.launchAsAStartWould(options, refusal: "the configuration would not start, so no profile was written")
         let user: String? = login == "-" ? nil : login
         // Closed when unsure: a profile for a login this server would refuse helps nobody.
         if let user, let users = launch.usersFile, users.users.users[user] == nil {
