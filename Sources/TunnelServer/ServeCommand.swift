@@ -118,14 +118,14 @@ struct Serve: AsyncParsableCommand {
                 let hint = ClientCommandHint.make(
                     pinSHA256: identity.sha256FingerprintHex, listenHost: launch.settings.host, port: port,
                     requiresLogin: launch.settings.authentication != nil, interfaceAddresses: LocalInterfaceAddresses.systemAddresses(),
-                    runFromBuildFolder: Self.runsFromBuildFolder)
-                logger.notice("connect with: \(hint.command)\(hint.note.map { " (\($0))" } ?? "")")
+                    runFromBuildFolder: Self.runsFromBuildFolder, offersIPLayer: useIPLayer)
+                logger.notice("connect with: \(hint.command)\(hint.ipCommand.map { ", or for a full tunnel: \($0)" } ?? "")\(hint.note.map { " (\($0))" } ?? "")")
             } else if launch.settings.tls == nil {
                 let hint = ClientCommandHint.make(
                     pinSHA256: nil, listenHost: launch.settings.host, port: server.localAddress.port ?? 0,
                     requiresLogin: launch.settings.authentication != nil, interfaceAddresses: LocalInterfaceAddresses.systemAddresses(),
-                    runFromBuildFolder: Self.runsFromBuildFolder)
-                logger.notice("connect with: \(hint.command), or Apple's sample app with server address \(hint.server)\(hint.note.map { " (\($0))" } ?? "")")
+                    runFromBuildFolder: Self.runsFromBuildFolder, offersIPLayer: useIPLayer)
+                logger.notice("connect with: \(hint.command)\(hint.ipCommand.map { ", or for a full tunnel: \($0)" } ?? ""), or Apple's sample app with server address \(hint.server)\(hint.note.map { " (\($0))" } ?? "")")
             }
             if let account {
                 // Undoing the TUN device's settings needs CAP_NET_ADMIN; without an IP layer nothing is kept.

@@ -3,6 +3,8 @@
 public struct ClientCommandHint: Sendable, Equatable {
     /// The command line.
     public var command: String
+    /// With the IP layer on: the full tunnel's command line (`tunnel-client ip`, as root).
+    public var ipCommand: String?
     /// What to replace in it, if anything.
     public var note: String?
     /// The server's address as the command names it (`HOST:PORT`).
@@ -17,10 +19,12 @@ public struct ClientCommandHint: Sendable, Equatable {
     ///     (not loopback or link-local; IPv4 first) stands in for it.
     ///   - fingerprint: the certificate to pin; nil for a `--plaintext` server.
     ///   - requiresLogin: with `--users` or `--database`, the client needs `--user`.
-    ///   - runFromBuildFolder: before installing, `tunnel-client` is `swift run tunnel-client`.
+    ///   - runFromBuildFolder: before installing, `tunnel-client` is `swift run tunnel-client`
+    ///     (and, as root for `ip`, the built binary: `sudo swift run` would build as root).
+    ///   - offersIPLayer: the server has an IP layer, so `tunnel-client ip` is worth printing too.
     public static func make(
         pinSHA256 fingerprint: String?, listenHost: String, port: Int, requiresLogin: Bool,
-        interfaceAddresses: Set<IPAddress>, runFromBuildFolder: Bool
+        interfaceAddresses: Set<IPAddress>, runFromBuildFolder: Bool, offersIPLayer: Bool = false
     ) -> ClientCommandHint {
         var notes: [String] = []
         var host = TunnelEndpoint.unbracketed(listenHost)
@@ -34,13 +38,14 @@ public struct ClientCommandHint: Sendable, Equatable {
             }
         }
         let server = TunnelEndpoint(host: host, port: port).description
-        var command = (runFromBuildFolder ? "swift run " : "") + "tunnel-client config --server \(server) "
-            + (fingerprint.map { "--pin-sha256 \($0)" } ?? "--plaintext")
+        var arguments = "--server \(server) " + (fingerprint.map { "--pin-sha256 \($0)" } ?? "--plaintext")
         if requiresLogin {
-            command += " --user NAME"
+            arguments += " --user NAME"
             notes.append("NAME is a login of the users file; the password comes from --password-file FILE or $SIMPLETUNNEL_PASSWORD")
         }
-        return ClientCommandHint(command: command, note: notes.isEmpty ? nil : notes.joined(separator: "; "), server: server)
+        let command = (runFromBuildFolder ? "swift run " : "") + "tunnel-client config " + arguments
+        let ipCommand = offersIPLayer ? "sudo " + (runFromBuildFolder ? "$(swift build --show-bin-path)/" : "") + "tunnel-client ip " + arguments : nil
+        return ClientCommandHint(command: command, ipCommand: ipCommand, note: notes.isEmpty ? nil : notes.joined(separator: "; "), server: server)
     }
 
     private static func reachableAddress(among addresses: Set<IPAddress>) -> IPAddress? {

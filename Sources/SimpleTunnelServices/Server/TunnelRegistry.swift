@@ -3,11 +3,11 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// The server's open tunnels, for shutdown, `status`, `kick` and a reload
-/// that removes users.
+/// that removes users; and what it counted since it started.
 final class TunnelRegistry: Sendable {
     private struct State {
         var peers: [ObjectIdentifier: TunnelPeer] = [:]
-        var acceptedSinceStart = 0
+        var totals = TunnelServerTotals()
     }
 
     private let state = NIOLockedValueBox(State())
@@ -16,12 +16,20 @@ final class TunnelRegistry: Sendable {
     func add(_ peer: TunnelPeer) {
         state.withLockedValue { state in
             state.peers[ObjectIdentifier(peer)] = peer
-            state.acceptedSinceStart += 1
+            state.totals.accepted()
         }
     }
 
-    func remove(_ peer: TunnelPeer) {
-        _ = state.withLockedValue { $0.peers.removeValue(forKey: ObjectIdentifier(peer)) }
+    /// `final`: the tunnel's counters as it closed, kept in the totals since start.
+    func remove(_ peer: TunnelPeer, final: TunnelStatistics) {
+        state.withLockedValue { state in
+            guard state.peers.removeValue(forKey: ObjectIdentifier(peer)) != nil else { return }
+            state.totals.closed(with: final)
+        }
+    }
+
+    func login(_ outcome: LoginOutcome) {
+        state.withLockedValue { $0.totals.login(outcome) }
     }
 
     var all: [TunnelPeer] { state.withLockedValue { Array($0.peers.values) } }
@@ -35,25 +43,30 @@ final class TunnelRegistry: Sendable {
     }
 
     func status(now: Date = Date()) async -> TunnelServerStatus {
-        let (peers, accepted) = state.withLockedValue { (Array($0.peers.values), $0.acceptedSinceStart) }
-        var tunnels: [TunnelServerStatus.Tunnel] = []
+        let peers = all
+        var described: [(ObjectIdentifier, TunnelServerStatus.Tunnel)] = []
         for peer in peers {
             if let tunnel = try? await peer.channel.eventLoop.submit({ Self.describe(peer, now: now) }).get() {
-                tunnels.append(tunnel)
+                described.append((ObjectIdentifier(peer), tunnel))
             }
         }
+        // Taken after the rows: a tunnel that closed meanwhile is left out of them, as its
+        // final counters are in the totals by now (counting it twice would make them jump).
+        let (open, totals) = state.withLockedValue { state in (Set(state.peers.keys), state.totals) }
+        var tunnels = described.filter { open.contains($0.0) }.map(\.1)
         tunnels.sort { ($0.since, $0.peer) < ($1.since, $1.peer) }
-        let totals = TunnelServerStatus.Totals(
+        let openNow = TunnelServerStatus.Totals(
             tunnels: tunnels.count, openFlows: tunnels.reduce(0) { $0 + $1.openFlows },
-            bytesFromClients: tunnels.reduce(0) { $0 + $1.bytesFromClient }, bytesToClients: tunnels.reduce(0) { $0 + $1.bytesToClient },
-            tunnelsSinceStart: accepted, startedAt: startedAt.formatted(.iso8601))
-        return TunnelServerStatus(tunnels: tunnels, totals: totals)
+            bytesFromClients: tunnels.reduce(0) { $0 + $1.bytesFromClient }, bytesToClients: tunnels.reduce(0) { $0 + $1.bytesToClient })
+        return TunnelServerStatus(
+            tunnels: tunnels, totals: openNow, sinceStart: totals.sinceStart(startedAt: startedAt.formatted(.iso8601), open: tunnels))
     }
 
-    /// One tunnel's row; on its event loop, where its handlers live.
-    private static func describe(_ peer: TunnelPeer, now: Date) -> TunnelServerStatus.Tunnel {
+    /// One tunnel's row; on its event loop, where its handlers live. Nil once it has closed.
+    private static func describe(_ peer: TunnelPeer, now: Date) -> TunnelServerStatus.Tunnel? {
         let pipeline = peer.channel.pipeline.syncOperations
-        let statistics = (try? pipeline.handler(type: TunnelChannelHandler.self))?.multiplexer?.currentStatistics ?? TunnelStatistics()
+        guard let handler = try? pipeline.handler(type: TunnelChannelHandler.self) else { return nil }
+        let statistics = handler.multiplexer?.currentStatistics ?? TunnelStatistics()
         let session = (try? pipeline.handler(type: TLSHandler.self))?.sessionInfo
         return TunnelServerStatus.Tunnel(
             login: peer.currentLogin, certificateSubject: peer.certificateSubject,

@@ -149,8 +149,10 @@ public final class TunnelServer: Sendable {
         tunnels.add(peer)
         settings.metrics?.tunnels.increment()
         settings.metrics?.tunnelsOpened.increment()
+        // Kept to read the tunnel's final counters once it closes: the pipeline has let go of its handlers by then.
+        let tunnelHandler = NIOLoopBoundBox<TunnelChannelHandler?>(nil, eventLoop: channel.eventLoop)
         channel.closeFuture.whenComplete { _ in
-            tunnels.remove(peer)
+            tunnels.remove(peer, final: tunnelHandler.value?.multiplexer?.currentStatistics ?? TunnelStatistics())
             admission.release(ticket)
             settings.metrics?.tunnels.decrement()
         }
@@ -166,30 +168,30 @@ public final class TunnelServer: Sendable {
             try pipeline.addHandler(
                 TunnelAuthenticationGate(
                     users: authentication.users, limiter: authentication.limiter, checker: authentication.checker, refusals: loginRefusals,
-                    source: ticket.group, metrics: settings.metrics, peer: peer, logger: logger))
+                    source: ticket.group, metrics: settings.metrics, peer: peer, tunnels: tunnels, logger: logger))
         }
         try pipeline.addHandler(
             StartupAdmissionHandler(
                 admission: admission, ticket: ticket, tlsHandshakeTimeout: settings.tls == nil ? nil : settings.tlsHandshakeTimeout,
                 startupTimeout: settings.firstMessageTimeout, requiresLogin: settings.authentication != nil, logger: logger))
         let eventLoop = channel.eventLoop
-        try pipeline.addHandler(
-            TunnelChannelHandler(
-                role: {
-                    .server(
-                        opener: ServerFlowOpener(
-                            eventLoop: eventLoop, settings: settings.opener, ipFlows: settings.ipLayer.map { TunnelIPFlows(layer: $0, peer: peer) },
-                            logger: logger),
-                        responder: ServerRequestResponder(configuration: settings.clientConfiguration, dns: settings.dns, eventLoop: eventLoop)
-                    )
-                },
-                limits: settings.multiplexerLimits,
-                liveness: settings.liveness,
-                metrics: settings.metrics,
-                serverBudget: settings.bufferBudget,
-                logger: logger
-            )
+        let handler = TunnelChannelHandler(
+            role: {
+                .server(
+                    opener: ServerFlowOpener(
+                        eventLoop: eventLoop, settings: settings.opener, ipFlows: settings.ipLayer.map { TunnelIPFlows(layer: $0, peer: peer) },
+                        logger: logger),
+                    responder: ServerRequestResponder(configuration: settings.clientConfiguration, dns: settings.dns, eventLoop: eventLoop)
+                )
+            },
+            limits: settings.multiplexerLimits,
+            liveness: settings.liveness,
+            metrics: settings.metrics,
+            serverBudget: settings.bufferBudget,
+            logger: logger
         )
+        tunnelHandler.value = handler
+        try pipeline.addHandler(handler)
         logger.debug("connection accepted")
     }
 

@@ -11,7 +11,7 @@ struct ClientCommandHintTests {
     }
 
     @Test func aLoopbackServerPrintsItsOwnAddress() {
-        #expect(Self.hint(host: "127.0.0.1") == ClientCommandHint(command: "tunnel-client config --server 127.0.0.1:4433 --pin-sha256 \(Self.pin)", note: nil, server: "127.0.0.1:4433"))
+        #expect(Self.hint(host: "127.0.0.1") == ClientCommandHint(command: "tunnel-client config --server 127.0.0.1:4433 --pin-sha256 \(Self.pin)", ipCommand: nil, note: nil, server: "127.0.0.1:4433"))
         #expect(Self.hint(host: "::1").command.contains("--server [::1]:4433 "))
     }
 
@@ -56,5 +56,17 @@ struct ClientCommandHintTests {
             pinSHA256: nil, listenHost: "0.0.0.0", port: 8890, requiresLogin: false, interfaceAddresses: Self.interfaces, runFromBuildFolder: false)
         #expect(hint.command == "tunnel-client config --server 10.1.2.3:8890 --plaintext")
         #expect(hint.server == "10.1.2.3:8890")
+    }
+
+    @Test func withTheIPLayerOnTheFullTunnelsCommandIsPrintedToo() {
+        let hint = ClientCommandHint.make(
+            pinSHA256: Self.pin, listenHost: "0.0.0.0", port: 4433, requiresLogin: true, interfaceAddresses: Self.interfaces, runFromBuildFolder: false,
+            offersIPLayer: true)
+        #expect(hint.command == "tunnel-client config --server 10.1.2.3:4433 --pin-sha256 \(Self.pin) --user NAME")
+        #expect(hint.ipCommand == "sudo tunnel-client ip --server 10.1.2.3:4433 --pin-sha256 \(Self.pin) --user NAME")
+        let plaintext = ClientCommandHint.make(
+            pinSHA256: nil, listenHost: "127.0.0.1", port: 8890, requiresLogin: false, interfaceAddresses: [], runFromBuildFolder: true, offersIPLayer: true)
+        #expect(plaintext.ipCommand == "sudo $(swift build --show-bin-path)/tunnel-client ip --server 127.0.0.1:8890 --plaintext")
+        #expect(Self.hint(host: "127.0.0.1").ipCommand == nil, "no IP layer, no ip command")
     }
 }

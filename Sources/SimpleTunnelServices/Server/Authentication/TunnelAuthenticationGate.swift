@@ -36,6 +36,8 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     private let source: ClientAddressGroup
     private let metrics: TunnelServerMetrics?
     private let peer: TunnelPeer?
+    /// Counts the outcomes since start, for `status`.
+    private let tunnels: TunnelRegistry?
     private var logger: Logger
     private var state = State.awaiting
     /// A `read()` held back while the password is checked.
@@ -43,7 +45,8 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
 
     init(
         users: any LoginDirectory, limiter: LoginRateLimiter, checker: PasswordChecker, refusals: ThrottledRefusalLog<LoginRefusal>,
-        source: ClientAddressGroup, metrics: TunnelServerMetrics? = nil, peer: TunnelPeer? = nil, logger: Logger
+        source: ClientAddressGroup, metrics: TunnelServerMetrics? = nil, peer: TunnelPeer? = nil, tunnels: TunnelRegistry? = nil,
+        logger: Logger
     ) {
         self.users = users
         self.limiter = limiter
@@ -52,6 +55,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
         self.source = source
         self.metrics = metrics
         self.peer = peer
+        self.tunnels = tunnels
         self.logger = logger
     }
 
@@ -120,7 +124,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
                 case .failure(let unavailable as LoginDirectoryUnavailable):
                     refuse(context: context, login: login, .directoryUnavailable, detail: unavailable.reason)
                 case .failure(let error):
-                    refuse(context: context, login: login, reason: "the password could not be checked: \(error)")
+                    refuse(context: context, login: login, reason: "the password could not be checked: \(error)", outcome: .unchecked)
                 }
             }
         }
@@ -129,6 +133,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     private func accept(context: ChannelHandlerContext, login: String) {
         guard case .verifying(let pending) = state else { return }
         state = .accepted
+        count(.success)
         logger.info("login accepted", metadata: ["login": "\(PeerText.quoted(login))"])
         peer?.loggedIn(as: login)
         context.writeAndFlush(wrapOutboundOut(.authenticateResult(.success)), promise: nil)
@@ -152,13 +157,28 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
         if let login { metadata["login"] = "\(PeerText.quoted(login))" }
         if let detail { metadata["detail"] = "\(detail)" }
         refusals.note(refusal, metadata: metadata)
+        if !isDecided, let outcome = refusal.outcome { count(outcome) }
         close(context: context, loginRefused: refusal.isAnswered)
     }
 
     /// A refusal after a hash ran: each is logged.
-    private func refuse(context: ChannelHandlerContext, login: String, reason: String) {
+    private func refuse(context: ChannelHandlerContext, login: String, reason: String, outcome: LoginOutcome = .failure) {
         logger.notice("login refused", metadata: ["reason": "\(reason)", "source": "\(source)", "login": "\(PeerText.quoted(login))"])
+        if !isDecided { count(outcome) }
         close(context: context, loginRefused: true)
+    }
+
+    /// Accepted or refused already: the attempt has been counted.
+    private var isDecided: Bool {
+        switch state {
+        case .accepted, .refused: return true
+        case .awaiting, .verifying: return false
+        }
+    }
+
+    private func count(_ outcome: LoginOutcome) {
+        metrics?.login(outcome)
+        tunnels?.login(outcome)
     }
 
     /// Ends the tunnel, first answering (and counting) a refused login.

@@ -1,6 +1,7 @@
 import Foundation
 
-/// What `tunnel-server status` shows: every tunnel, and the server's totals.
+/// What `tunnel-server status` shows: every tunnel, the totals of those open
+/// now, and what the server has counted since it started.
 /// Logins and certificate subjects come from peers: JSON escapes them as
 /// strings, and the text form prints them quoted (`PeerText`).
 public struct TunnelServerStatus: Codable, Sendable, Equatable {
@@ -21,23 +22,39 @@ public struct TunnelServerStatus: Codable, Sendable, Equatable {
         public var tlsVersion: String?
     }
 
+    /// The tunnels open now.
     public struct Totals: Codable, Sendable, Equatable {
         public var tunnels: Int
         public var openFlows: Int
         public var bytesFromClients: UInt64
         public var bytesToClients: UInt64
-        /// Connections accepted since the server started, ended ones included.
-        public var tunnelsSinceStart: Int
+    }
+
+    /// Since the server started, closed tunnels included: their bytes are
+    /// added when they close to the open tunnels' counters.
+    public struct SinceStart: Codable, Sendable, Equatable {
+        /// ISO 8601.
         public var startedAt: String
+        public var tunnelsAccepted: Int
+        public var tunnelsClosed: Int
+        public var bytesFromClients: UInt64
+        public var bytesToClients: UInt64
+        public var loginsSucceeded: Int
+        /// Wrong passwords, rate-limited and unchecked attempts together (the metrics tell them apart).
+        public var loginsFailed: Int
     }
 
     public var tunnels: [Tunnel]
     public var totals: Totals
+    public var sinceStart: SinceStart
 
     public var text: String {
         var lines = [
-            "tunnels: \(totals.tunnels) (\(totals.tunnelsSinceStart) since \(totals.startedAt)), flows: \(totals.openFlows), "
-                + "bytes: \(totals.bytesFromClients) from clients, \(totals.bytesToClients) to clients"
+            "open now: \(totals.tunnels) tunnels, \(totals.openFlows) flows, "
+                + "bytes: \(totals.bytesFromClients) from clients, \(totals.bytesToClients) to clients",
+            "since \(sinceStart.startedAt): \(sinceStart.tunnelsAccepted) tunnels accepted, \(sinceStart.tunnelsClosed) closed, "
+                + "bytes: \(sinceStart.bytesFromClients) from clients, \(sinceStart.bytesToClients) to clients, "
+                + "logins: \(sinceStart.loginsSucceeded) succeeded, \(sinceStart.loginsFailed) failed",
         ]
         for tunnel in tunnels {
             let who: String

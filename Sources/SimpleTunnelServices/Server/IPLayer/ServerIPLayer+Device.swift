@@ -71,13 +71,13 @@ extension ServerIPLayer {
             try network.setLinkUp(device: device.name, mtu: options.mtu)
             if let address, let pool {
                 try network.addAddress(address, prefixLength: 32, device: device.name)
-                for prefix in IPv4Network.covering(pool) {
+                for prefix in PoolRoutes.ipv4(pool: pool, server: address) {
                     try network.addRoute(prefix, device: device.name)
                 }
             }
             if let address6, let pool6 = configuration.ipv6Pool {
                 try network.addAddress(address6, prefixLength: 128, device: device.name)
-                for prefix in IPv6Network.covering(pool6) {
+                for prefix in PoolRoutes.ipv6(pool: pool6, server: address6) {
                     try network.addRoute(prefix, device: device.name)
                 }
             }
@@ -97,10 +97,23 @@ extension ServerIPLayer {
             metadata: [
                 "leases": "\(options.database.map { "\($0)" } ?? options.leaseFile?.path ?? "in memory")",
                 // What every client is told to send through the tunnel: the line an operator checks first.
-                "clients-route": "\(configuration.routes.map { $0.isEmpty ? "nothing (an empty Routes)" : $0.map(\.description).joined(separator: ", ") } ?? "all traffic (no Routes)")",
+                "clients-route": "\(Self.describeClientsRoute(configuration))",
             ]
         )
         return ServerIPLayerHandle(layer: layer, network: network)
+    }
+
+    /// What clients are told to route through the tunnel, each family offered:
+    /// `all traffic (no Routes)`, `nothing (an empty Routes)` or the routes; IPv6's after `IPv6 `.
+    static func describeClientsRoute(_ configuration: TunnelServerConfiguration) -> String {
+        func describe(_ routes: [String]?, key: String) -> String {
+            guard let routes else { return "all traffic (no \(key))" }
+            return routes.isEmpty ? "nothing (an empty \(key))" : routes.joined(separator: ", ")
+        }
+        var parts: [String] = []
+        if configuration.offersIPv4 { parts.append(describe(configuration.routes?.map(\.description), key: "Routes")) }
+        if configuration.ipv6Pool != nil { parts.append("IPv6 " + describe(configuration.ipv6Routes?.map(\.description), key: "IPv6.Routes")) }
+        return parts.joined(separator: "; ")
     }
 
     /// `server 10.90.0.1, pool 10.90.0.2-10.90.0.254`, then `IPv6 server …, IPv6 pool …` when offered.

@@ -5,15 +5,17 @@ import NIOPosix
 import Prometheus
 
 /// A Prometheus text endpoint on its own address (`--metrics ADDR:PORT`):
-/// `GET /metrics` answers with the registry's current values; anything else is 404.
+/// `GET /metrics` answers with the registry's current values, the build and
+/// the process's figures read then (`ScrapeTimeMetrics`); anything else is 404.
 public enum MetricsEndpoint {
     public static func start(host: String, port: Int, registry: PrometheusCollectorRegistry, group: EventLoopGroup, logger: Logger) async throws -> LocalListener {
+        let scrapeTime = ScrapeTimeMetrics(registry: registry)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(MetricsRequestHandler(registry: registry))
+                    try channel.pipeline.syncOperations.addHandler(MetricsRequestHandler(registry: registry, scrapeTime: scrapeTime))
                 }
             }
             .bind(host: host, port: port)
@@ -30,10 +32,12 @@ private final class MetricsRequestHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let registry: PrometheusCollectorRegistry
+    private let scrapeTime: ScrapeTimeMetrics
     private var request: HTTPRequestHead?
 
-    init(registry: PrometheusCollectorRegistry) {
+    init(registry: PrometheusCollectorRegistry, scrapeTime: ScrapeTimeMetrics) {
         self.registry = registry
+        self.scrapeTime = scrapeTime
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -53,6 +57,7 @@ private final class MetricsRequestHandler: ChannelInboundHandler {
         let found = request.method == .GET && (request.uri == "/metrics" || request.uri.hasPrefix("/metrics?"))
         var body = context.channel.allocator.buffer(capacity: 0)
         if found {
+            scrapeTime.refresh()
             body.writeBytes(registry.emitToBuffer())
         } else {
             body.writeString("not found: the metrics are at /metrics\n")

@@ -17,6 +17,7 @@ public struct TunnelServerMetrics: Sendable {
     /// Connections accepted that have not yet finished TLS and login.
     let unauthenticatedConnections: Meter
     private let admissionRefusals: [AdmissionRefusal: Counter]
+    private let logins: [LoginOutcome: Counter]
 
     enum DroppedPacketReason: String, CaseIterable {
         case spoofed, notIPv4 = "not_ipv4", unroutable, congested
@@ -63,12 +64,18 @@ public struct TunnelServerMetrics: Sendable {
             refusals[reason] = Counter(label: "simpletunnel_admission_refusals_total", dimensions: [("reason", reason.rawValue)], factory: factory)
         }
         self.admissionRefusals = refusals
+        var logins: [LoginOutcome: Counter] = [:]
+        for outcome in LoginOutcome.allCases {
+            logins[outcome] = Counter(label: "simpletunnel_logins_total", dimensions: [("outcome", outcome.rawValue)], factory: factory)
+        }
+        self.logins = logins
     }
 
     public func flowOpened(_ kind: TunnelFlowKind) { flows[kind]?.increment() }
     public func flowClosed(_ kind: TunnelFlowKind) { flows[kind]?.decrement() }
     public func openResult(_ result: TunnelConnectionOpenResult) { openResults[result]?.increment() }
     func admissionRefusal(_ reason: AdmissionRefusal) { admissionRefusals[reason]?.increment() }
+    func login(_ outcome: LoginOutcome) { logins[outcome]?.increment() }
     func droppedPackets(_ reason: DroppedPacketReason, count: Int) {
         guard count > 0 else { return }
         droppedPackets[reason]?.increment(by: count)

@@ -21,7 +21,7 @@ struct ServerControlTests {
         let response = try await server.ask(.init(type: "status"))
         let status = try #require(response.status)
         #expect(Set(status.tunnels.compactMap(\.login)) == ["alice", Self.oddLogin])
-        #expect(status.totals.tunnels == 2 && status.totals.tunnelsSinceStart == 2)
+        #expect(status.totals.tunnels == 2 && status.sinceStart.tunnelsAccepted == 2)
         for tunnel in status.tunnels {
             #expect(tunnel.tlsVersion == "TLSv1.3", "\(tunnel)")
             #expect(tunnel.bytesFromClient >= 10_000 && tunnel.bytesToClient >= 10_000, "\(tunnel)")

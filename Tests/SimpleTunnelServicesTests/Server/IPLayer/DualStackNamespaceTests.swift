@@ -15,6 +15,12 @@ struct DualStackNamespaceTests {
 
         let addresses = try vpn.lab.run(in: client, ["ip", "addr", "show", "dev", "stun1"]).standardOutput
         #expect(addresses.contains("10.90.0.2/32") && addresses.contains("fd00:90::2/128"), "\(addresses)")
+        // The server routes each two-address pool as one prefix: the replies below come back through it.
+        let serverRoutes = try vpn.lab.run(in: vpn.server, ["ip", "route", "show", "dev", "stun0"]).standardOutput
+        #expect(serverRoutes.split(separator: "\n").map { $0.split(separator: " ").first } == ["10.90.0.2/31"], "\(serverRoutes)")
+        let serverRoutes6 = try vpn.lab.run(in: vpn.server, ["ip", "-6", "route", "show", "dev", "stun0"]).standardOutput
+        #expect(serverRoutes6.contains("fd00:90::2/127"), "\(serverRoutes6)")
+        #expect(vpn.serverProcess?.outputSoFar.contains("IPv6 all traffic (no IPv6.Routes)") == true, "the start line names both families' routes")
         // All IPv6 goes through the tunnel, not into a blackhole, except the way to the server itself.
         let routes6 = try vpn.lab.run(in: client, ["ip", "-6", "route", "show", "table", "all"]).standardOutput
         #expect(routes6.contains("::/1 dev stun1") && routes6.contains("8000::/1 dev stun1"), "\(routes6)")

@@ -43,6 +43,8 @@ final class VPNLab {
     private(set) var serverProcess: ExternalProcess?
     /// Put before both programs' command lines, e.g. `["env", "NAME=value"]`.
     var launchPrefix: [String] = []
+    /// The last address of the IPv4 pool, which starts at 10.90.0.2.
+    var poolEnd = "10.90.0.3"
 
     init(dualStack: Bool = false) throws {
         self.dualStack = dualStack
@@ -115,7 +117,7 @@ final class VPNLab {
             ? "<key>Routes</key><array><dict><key>Address</key><string>fd00:2::</string><key>PrefixLength</key><integer>64</integer></dict></array>"
             : ""
         let ipv4Dictionary = ipv4
-            ? "<key>IPv4</key><dict><key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.3</string></dict>\(routes4)</dict>"
+            ? "<key>IPv4</key><dict><key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>\(poolEnd)</string></dict>\(routes4)</dict>"
             : ""
         let ipv6Dictionary = dualStack
             ? "<key>IPv6</key><dict><key>Pool</key><dict><key>StartAddress</key><string>fd00:90::2</string><key>EndAddress</key><string>fd00:90::3</string></dict>\(routes6)</dict>"
@@ -221,6 +223,22 @@ struct IPTunnelNamespaceTests {
         let serverLog = await vpn.serverProcess?.waitForOutput(containing: "whose source is not the lease", timeout: 10)
         #expect(serverLog != nil, "the server did not report spoofed packets")
         _ = process
+    }
+
+    @Test(.enabled(if: NetworkNamespaceLab.isAvailable, "needs root, /dev/net/tun and ip netns"))
+    func aPoolAroundTheServersAddressIsOneDeviceRouteAndRepliesComeBackThroughIt() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        vpn.poolEnd = "10.90.0.254"
+        try await vpn.startServer()
+        // One /24 on the device although the server's own 10.90.0.1 is in it: the kernel delivers to it first.
+        let serverRoutes = try vpn.lab.run(in: vpn.server, ["ip", "route", "show", "dev", "stun0"]).standardOutput
+        #expect(serverRoutes.split(separator: "\n").map { $0.split(separator: " ").first } == ["10.90.0.0/24"], "\(serverRoutes)")
+        #expect(vpn.serverProcess?.outputSoFar.contains("clients-route=198.18.2.0/24") == true, "\(vpn.serverProcess?.outputSoFar ?? "")")
+        let client = try vpn.clientNamespace(1)
+        let process = try await vpn.startClient(in: client, serverAddress: "198.18.11.1", device: "stun1")
+        let ping = try vpn.lab.run(in: client, ["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+        #expect(ping.status == 0, "ping failed: \(ping.standardOutput)\(ping.standardError)\n\(process.outputSoFar)")
     }
 
     func directory(for vpn: VPNLab, bytes: Int) -> String {

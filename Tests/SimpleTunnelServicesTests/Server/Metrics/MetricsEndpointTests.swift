@@ -43,4 +43,51 @@ struct MetricsEndpointTests {
         await endpoint.close()
         await fixture.stop()
     }
+
+    @Test func theBuildTheProcessAndLoginsByOutcomeAreScraped() async throws {
+        let registry = PrometheusCollectorRegistry()
+        let metrics = TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
+        var database = UserDatabase()
+        database.set("alice", hash: try PasswordHash(password: "wonderland", iterations: PasswordHash.minimumIterations))
+        let identity = try SelfSignedIdentity.loadOrCreate(directory: NSTemporaryDirectory() + "metrics-\(UUID().uuidString)")
+        let tls = try TLSContext(configuration: identity.serverConfiguration())
+        let fixture = try await RawServerFixture.start { settings in
+            settings.authentication = .init(users: database, limiter: LoginRateLimiter(maximumFailures: 1))
+            settings.tls = tls
+            settings.metrics = metrics
+        }
+        let endpoint = try await MetricsEndpoint.start(host: "127.0.0.1", port: 0, registry: registry, group: fixture.group, logger: TunnelFixture.logger)
+        let url = "http://127.0.0.1:\(endpoint.localAddress.port ?? 0)/metrics"
+
+        let tunnel = try await AuthenticationTests.connect(fixture, identity, login: "alice", password: "wonderland")
+        await #expect(throws: TunnelLoginRefusedError.self) {
+            _ = try await AuthenticationTests.connect(fixture, identity, login: "alice", password: "looking glass")
+        }
+        // One failure is the limit here: the next attempt from loopback is refused unchecked.
+        await #expect(throws: TunnelLoginRefusedError.self) {
+            _ = try await AuthenticationTests.connect(fixture, identity, login: "alice", password: "wonderland")
+        }
+
+        let body = try await Self.scrape(url).body
+        #expect(Self.value("simpletunnel_build_info{version=\"\(SimpleTunnelVersion.current)\"}", in: body) == 1, "\(body)")
+        #expect(Self.value("simpletunnel_logins_total{outcome=\"success\"}", in: body) == 1)
+        #expect(Self.value("simpletunnel_logins_total{outcome=\"failure\"}", in: body) == 1)
+        #expect(Self.value("simpletunnel_logins_total{outcome=\"rate_limited\"}", in: body) == 1)
+        #expect(Self.value("simpletunnel_logins_total{outcome=\"unchecked\"}", in: body) == 0)
+        // The process's figures as /proc has them: at least the listeners and the tunnel are open.
+        let resident = try #require(Self.value("process_resident_memory_bytes", in: body))
+        let descriptors = try #require(Self.value("process_open_fds", in: body))
+        #expect(resident > 1_000_000 && descriptors >= 3, "\(resident) \(descriptors)")
+        let now = try #require(ProcessFigures.current())
+        #expect(abs(Double(now.openDescriptors) - descriptors) < 50)
+
+        await tunnel.close()
+        await endpoint.close()
+        await fixture.stop()
+    }
+
+    @Test func residentPagesAreStatmsSecondField() {
+        #expect(ProcessFigures.residentPages(statm: "12345 678 90 1 0 2 0\n") == 678)
+        #expect(ProcessFigures.residentPages(statm: "") == nil)
+    }
 }
