@@ -57,7 +57,7 @@ final class TunnelRegistry: Sendable {
         let session = (try? pipeline.handler(type: TLSHandler.self))?.sessionInfo
         return TunnelServerStatus.Tunnel(
             login: peer.currentLogin, certificateSubject: peer.certificateSubject,
-            peer: peer.channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown",
+            peer: peer.address.map { TunnelEndpoint($0).description } ?? "unknown",
             leasedAddress: peer.currentLease, since: peer.since.formatted(.iso8601),
             seconds: now.timeIntervalSince(peer.since), bytesFromClient: statistics.bytesFromPeer, bytesToClient: statistics.bytesToPeer,
             openFlows: statistics.openFlows, tlsVersion: session?.protocolVersion)

@@ -44,6 +44,10 @@ public final class TunnelServer: Sendable {
         /// Set: connections from addresses outside these networks are closed at accept, unread and
         /// counted (`--plaintext-clients`, what lets the stock sample app's plaintext tunnels off loopback).
         public var clientNetworks: IPNetworkList?
+        /// Set: connections from these networks are load balancers' and start with a PROXY v2
+        /// header naming the client (`--proxy-protocol-from`); the client's address is then the
+        /// one admission, login limits, logs and `status` go by. Others send none, as without it.
+        public var proxyProtocolFrom: IPNetworkList?
         /// Refusals a peer can cause are logged at most once per this interval, with counts.
         public var refusalLogInterval: TimeAmount = .seconds(10)
 
@@ -138,14 +142,46 @@ public final class TunnelServer: Sendable {
         loginRefusals: ThrottledRefusalLog<LoginRefusal>,
         logger: Logger
     ) throws {
-        // Refused before anything is set up: a flood costs an accept and a close each (logged and counted by `admission`).
-        guard let ticket = admission.accept(from: channel.remoteAddress) else {
-            channel.close(promise: nil)
+        let remote = channel.remoteAddress
+        guard let balancers = settings.proxyProtocolFrom else {
+            _ = try serve(channel, client: remote, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
             return
         }
+        let pipeline = channel.pipeline.syncOperations
+        guard let address = remote.flatMap(IPAddress.init), balancers.contains(address) else {
+            try pipeline.addHandler(UntrustedProxyHeaderDetector(admission: admission))
+            _ = try serve(channel, client: remote, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
+            return
+        }
+        // A balancer's connection: who the client is, and so whether to admit it, is known once its header is read.
+        // The header comes before TLS, so it shares the handshake's deadline (the first message's without TLS).
+        try pipeline.addHandler(
+            ProxyHeaderHandler(
+                balancer: remote, timeout: settings.tls == nil ? settings.firstMessageTimeout : settings.tlsHandshakeTimeout, admission: admission
+            ) { client, _ in
+                try serve(channel, client: client, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
+            })
+    }
+
+    /// Sets up a connection for the client at `client` (the peer, or the one a balancer's header names)
+    /// behind whatever is already in its pipeline; false when admission refused it (it is closing).
+    private static func serve(
+        _ channel: Channel,
+        client: SocketAddress?,
+        settings: Settings,
+        tunnels: TunnelRegistry,
+        admission: ConnectionAdmission,
+        loginRefusals: ThrottledRefusalLog<LoginRefusal>,
+        logger: Logger
+    ) throws -> Bool {
+        // Refused before anything is set up: a flood costs an accept and a close each (logged and counted by `admission`).
+        guard let ticket = admission.accept(from: client) else {
+            channel.close(promise: nil)
+            return false
+        }
         var logger = logger
-        logger[metadataKey: "peer"] = "\(channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown")"
-        let peer = TunnelPeer(channel: channel)
+        logger[metadataKey: "peer"] = "\(client.map { TunnelEndpoint($0).description } ?? "unknown")"
+        let peer = TunnelPeer(channel: channel, address: client)
         tunnels.add(peer)
         settings.metrics?.tunnels.increment()
         settings.metrics?.tunnelsOpened.increment()
@@ -191,6 +227,7 @@ public final class TunnelServer: Sendable {
             )
         )
         logger.debug("connection accepted")
+        return true
     }
 
     /// Stops accepting, then closes every tunnel (TLS sends close_notify) and

@@ -37,6 +37,11 @@ public struct TunnelServerLaunchOptions: ParsableArguments, Sendable {
         help: "With --plaintext: the only networks that may connect, CIDR[,CIDR…] (e.g. 192.168.1.0/24,fd00:1::/64); others are closed unread.")
     public var plaintextClients: String?
 
+    @Option(
+        name: .customLong("proxy-protocol-from"),
+        help: "Load balancers, CIDR[,CIDR…], whose connections start with a PROXY v2 header (haproxy's send-proxy-v2) naming the client; others send none.")
+    public var proxyProtocolFrom: String?
+
     @Option(name: .customLong("users"), help: "Users file (LOGIN:HASH lines, see `tunnel-server passwd`): every tunnel must log in first.")
     public var usersPath: String?
 
