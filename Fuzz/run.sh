@@ -19,7 +19,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate FuzzNames FuzzTUNSplit FuzzSuperPacket)
+    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate FuzzNames FuzzTUNSplit FuzzSuperPacket FuzzProxyHeader)
 fi
 configuration=${FUZZ_CONFIGURATION:-release}
 
@@ -47,6 +47,7 @@ seeds() {
         FuzzNames) echo Seeds/names ;;
         FuzzTUNSplit) echo Seeds/tun-split ;;
         FuzzSuperPacket) echo Seeds/super-packet ;;
+        FuzzProxyHeader) echo Seeds/proxy-header ;;
         *) echo "unknown target $1" >&2; exit 2 ;;
     esac
 }
@@ -59,6 +60,7 @@ maximum_length() {
         FuzzNames) echo 512 ;;
         FuzzTUNSplit) echo 65545 ;;  # a 64 KiB super-packet and its virtio_net_hdr
         FuzzSuperPacket) echo 65537 ;;  # a 64 KiB super-packet and its segment size
+        FuzzProxyHeader) echo 1024 ;;  # past the 536-byte cap, with the client's first bytes after it
         *) echo 4096 ;;
     esac
 }
