@@ -7,6 +7,8 @@ import NIOCore
 final class TunnelRegistry: Sendable {
     private struct State {
         var peers: [ObjectIdentifier: TunnelPeer] = [:]
+        /// Tunnels logged in per login, kept with the peers so a check and its claim are one step.
+        var tunnelsByLogin: [String: Int] = [:]
         var acceptedSinceStart = 0
     }
 
@@ -21,7 +23,30 @@ final class TunnelRegistry: Sendable {
     }
 
     func remove(_ peer: TunnelPeer) {
-        _ = state.withLockedValue { $0.peers.removeValue(forKey: ObjectIdentifier(peer)) }
+        state.withLockedValue { state in
+            guard state.peers.removeValue(forKey: ObjectIdentifier(peer)) != nil, let login = peer.currentLogin else { return }
+            let remaining = (state.tunnelsByLogin[login] ?? 1) - 1
+            state.tunnelsByLogin[login] = remaining > 0 ? remaining : nil
+        }
+    }
+
+    /// The peer logged in as `login`, if that login holds fewer than `cap` tunnels; false (and
+    /// nothing changes) when it holds that many already. Checked and counted under one lock,
+    /// so logins finishing together cannot all slip under the cap.
+    func logIn(_ peer: TunnelPeer, as login: String, atMost cap: Int) -> Bool {
+        state.withLockedValue { state in
+            // A peer already gone (closed while its password was checked) takes no place.
+            guard state.peers[ObjectIdentifier(peer)] != nil else { return false }
+            guard (state.tunnelsByLogin[login] ?? 0) < cap else { return false }
+            state.tunnelsByLogin[login, default: 0] += 1
+            peer.loggedIn(as: login)
+            return true
+        }
+    }
+
+    /// Tunnels logged in as `login` now.
+    func tunnels(ofLogin login: String) -> Int {
+        state.withLockedValue { $0.tunnelsByLogin[login] ?? 0 }
     }
 
     var all: [TunnelPeer] { state.withLockedValue { Array($0.peers.values) } }

@@ -16,6 +16,8 @@ public final class TunnelServer: Sendable {
         /// Bytes all tunnels together may hold for their peers.
         public var bufferBudget = ServerBufferBudget.forPhysicalMemory(SystemMemory.physicalBytes)
         public var maximumTunnels = 256
+        /// Tunnels one login may hold at once; a login past it is refused (`TunnelsPerLogin`).
+        public var tunnelsPerLogin = 16
         /// Time a client has to finish TLS and send its first message.
         public var firstMessageTimeout: TimeAmount = .seconds(10)
         /// A tunnel silent for this long is closed (our clients probe every 15 s).
@@ -202,7 +204,9 @@ public final class TunnelServer: Sendable {
             try pipeline.addHandler(
                 TunnelAuthenticationGate(
                     users: authentication.users, limiter: authentication.limiter, checker: authentication.checker, refusals: loginRefusals,
-                    source: ticket.group, metrics: settings.metrics, peer: peer, logger: logger))
+                    source: ticket.group, metrics: settings.metrics, peer: peer,
+                    claim: { [tunnelsPerLogin = settings.tunnelsPerLogin] login in tunnels.logIn(peer, as: login, atMost: tunnelsPerLogin) },
+                    logger: logger))
         }
         try pipeline.addHandler(
             StartupAdmissionHandler(

@@ -63,6 +63,9 @@ public struct TunnelServerLaunchOptions: ParsableArguments, Sendable {
     @Option(name: .customLong("max-tunnels"), help: "Tunnels served at once. Default 256.")
     public var maximumTunnels: Int?
 
+    @Option(name: .customLong("max-tunnels-per-login"), help: "Tunnels one login may hold at once; one more is refused. Default 16.")
+    public var tunnelsPerLogin: Int?
+
     @Option(name: .customLong("max-flows-per-tunnel"), help: "Flows one tunnel may hold. Default 4096.")
     public var maximumFlowsPerTunnel: Int?
 
