@@ -149,8 +149,14 @@ public final class TunnelServer: Sendable {
             _ = try serve(channel, client: remote, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
             return
         }
+        // No peer address: the connection was gone before it was accepted (a balancer's health check
+        // connects, says LOCAL and closes at once). There is no one to serve or to refuse.
+        guard let address = remote.flatMap(IPAddress.init) else {
+            channel.close(promise: nil)
+            return
+        }
         let pipeline = channel.pipeline.syncOperations
-        guard let address = remote.flatMap(IPAddress.init), balancers.contains(address) else {
+        guard balancers.contains(address) else {
             try pipeline.addHandler(UntrustedProxyHeaderDetector(admission: admission))
             _ = try serve(channel, client: remote, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
             return
