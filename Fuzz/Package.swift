@@ -31,5 +31,5 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [.target(name: "FuzzDriver", dependencies: [.product(name: "SimpleTunnelServices", package: main)])]
-        + ["FuzzFrameDecoder", "FuzzXMLPropertyList", "FuzzSOCKS5", "FuzzAuthenticationGate", "FuzzNames", "FuzzTUNSplit", "FuzzSuperPacket", "FuzzPortLookup"].map(fuzzTarget)
+        + ["FuzzFrameDecoder", "FuzzXMLPropertyList", "FuzzSOCKS5", "FuzzAuthenticationGate", "FuzzNames", "FuzzTUNSplit", "FuzzSuperPacket", "FuzzPortLookup", "FuzzProxyHeader"].map(fuzzTarget)
 )

@@ -19,7 +19,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate FuzzNames FuzzTUNSplit FuzzSuperPacket FuzzPortLookup)
+    targets=(FuzzFrameDecoder FuzzXMLPropertyList FuzzSOCKS5 FuzzAuthenticationGate FuzzNames FuzzTUNSplit FuzzSuperPacket FuzzPortLookup FuzzProxyHeader)
 fi
 configuration=${FUZZ_CONFIGURATION:-release}
 
@@ -48,6 +48,7 @@ seeds() {
         FuzzTUNSplit) echo Seeds/tun-split ;;
         FuzzSuperPacket) echo Seeds/super-packet ;;
         FuzzPortLookup) echo Seeds/port-lookup ;;
+        FuzzProxyHeader) echo Seeds/proxy-header ;;
         *) echo "unknown target $1" >&2; exit 2 ;;
     esac
 }
@@ -61,6 +62,7 @@ maximum_length() {
         FuzzTUNSplit) echo 65545 ;;  # a 64 KiB super-packet and its virtio_net_hdr
         FuzzSuperPacket) echo 65537 ;;  # a 64 KiB super-packet and its segment size
         FuzzPortLookup) echo 65535 ;;  # an IPv6 packet without a jumbo payload
+        FuzzProxyHeader) echo 1024 ;;  # past the 536-byte cap, with the client's first bytes after it
         *) echo 4096 ;;
     esac
 }

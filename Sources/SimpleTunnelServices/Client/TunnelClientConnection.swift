@@ -150,6 +150,7 @@ public struct TunnelLoginRefusedError: Error, CustomStringConvertible {
     /// The protocol's refusal carries no reason (PROTOCOL.md B2), so the message names what it can be.
     public var description: String {
         "the server refused the login \"\(login)\": a wrong login or password, or too many failed attempts from this address "
-            + "have locked it out for a while; the server's log says which"
+            + "have locked it out for a while, or the login already holds as many tunnels as the server allows one login; "
+            + "the server's log says which"
     }
 }

@@ -6,14 +6,17 @@ import NIOCore
 /// login or verified certificate says so, and how to end its tunnel.
 public final class TunnelPeer: Sendable {
     let channel: Channel
+    /// The client's address: the connection's peer, or the client a balancer's PROXY header named.
+    let address: SocketAddress?
     /// When the connection was accepted.
     let since: Date
     private let login = NIOLockedValueBox<String?>(nil)
     /// The lease's addresses as `status` shows them (`10.90.0.2 and fd00:90::2`).
     private let leasedAddress = NIOLockedValueBox<String?>(nil)
 
-    init(channel: Channel, since: Date = Date()) {
+    init(channel: Channel, address: SocketAddress?, since: Date = Date()) {
         self.channel = channel
+        self.address = address
         self.since = since
     }
 

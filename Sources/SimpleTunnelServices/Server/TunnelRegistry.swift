@@ -8,6 +8,8 @@ final class TunnelRegistry: Sendable {
     private struct State {
         var peers: [ObjectIdentifier: TunnelPeer] = [:]
         var totals = TunnelServerTotals()
+        /// Tunnels logged in per login, kept with the peers so a check and its claim are one step.
+        var tunnelsByLogin: [String: Int] = [:]
     }
 
     private let state = NIOLockedValueBox(State())
@@ -25,11 +27,33 @@ final class TunnelRegistry: Sendable {
         state.withLockedValue { state in
             guard state.peers.removeValue(forKey: ObjectIdentifier(peer)) != nil else { return }
             state.totals.closed(with: final)
+            guard let login = peer.currentLogin else { return }
+            let remaining = (state.tunnelsByLogin[login] ?? 1) - 1
+            state.tunnelsByLogin[login] = remaining > 0 ? remaining : nil
         }
     }
 
     func login(_ outcome: LoginOutcome) {
         state.withLockedValue { $0.totals.login(outcome) }
+    }
+
+    /// The peer logged in as `login`, if that login holds fewer than `cap` tunnels; false (and
+    /// nothing changes) when it holds that many already. Checked and counted under one lock,
+    /// so logins finishing together cannot all slip under the cap.
+    func logIn(_ peer: TunnelPeer, as login: String, atMost cap: Int) -> Bool {
+        state.withLockedValue { state in
+            // A peer already gone (closed while its password was checked) takes no place.
+            guard state.peers[ObjectIdentifier(peer)] != nil else { return false }
+            guard (state.tunnelsByLogin[login] ?? 0) < cap else { return false }
+            state.tunnelsByLogin[login, default: 0] += 1
+            peer.loggedIn(as: login)
+            return true
+        }
+    }
+
+    /// Tunnels logged in as `login` now.
+    func tunnels(ofLogin login: String) -> Int {
+        state.withLockedValue { $0.tunnelsByLogin[login] ?? 0 }
     }
 
     var all: [TunnelPeer] { state.withLockedValue { Array($0.peers.values) } }
@@ -70,7 +94,7 @@ final class TunnelRegistry: Sendable {
         let session = (try? pipeline.handler(type: TLSHandler.self))?.sessionInfo
         return TunnelServerStatus.Tunnel(
             login: peer.currentLogin, certificateSubject: peer.certificateSubject,
-            peer: peer.channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown",
+            peer: peer.address.map { TunnelEndpoint($0).description } ?? "unknown",
             leasedAddress: peer.currentLease, since: peer.since.formatted(.iso8601),
             seconds: now.timeIntervalSince(peer.since), bytesFromClient: statistics.bytesFromPeer, bytesToClient: statistics.bytesToPeer,
             openFlows: statistics.openFlows, tlsVersion: session?.protocolVersion)

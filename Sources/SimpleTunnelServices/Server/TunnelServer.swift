@@ -16,6 +16,8 @@ public final class TunnelServer: Sendable {
         /// Bytes all tunnels together may hold for their peers.
         public var bufferBudget = ServerBufferBudget.forPhysicalMemory(SystemMemory.physicalBytes)
         public var maximumTunnels = 256
+        /// Tunnels one login may hold at once; a login past it is refused (`TunnelsPerLogin`).
+        public var tunnelsPerLogin = 16
         /// Time a client has to finish TLS and send its first message.
         public var firstMessageTimeout: TimeAmount = .seconds(10)
         /// A tunnel silent for this long is closed (our clients probe every 15 s).
@@ -44,6 +46,10 @@ public final class TunnelServer: Sendable {
         /// Set: connections from addresses outside these networks are closed at accept, unread and
         /// counted (`--plaintext-clients`, what lets the stock sample app's plaintext tunnels off loopback).
         public var clientNetworks: IPNetworkList?
+        /// Set: connections from these networks are load balancers' and start with a PROXY v2
+        /// header naming the client (`--proxy-protocol-from`); the client's address is then the
+        /// one admission, login limits, logs and `status` go by. Others send none, as without it.
+        public var proxyProtocolFrom: IPNetworkList?
         /// Refusals a peer can cause are logged at most once per this interval, with counts.
         public var refusalLogInterval: TimeAmount = .seconds(10)
 
@@ -138,14 +144,52 @@ public final class TunnelServer: Sendable {
         loginRefusals: ThrottledRefusalLog<LoginRefusal>,
         logger: Logger
     ) throws {
-        // Refused before anything is set up: a flood costs an accept and a close each (logged and counted by `admission`).
-        guard let ticket = admission.accept(from: channel.remoteAddress) else {
+        let remote = channel.remoteAddress
+        guard let balancers = settings.proxyProtocolFrom else {
+            _ = try serve(channel, client: remote, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
+            return
+        }
+        // No peer address: the connection was gone before it was accepted (a balancer's health check
+        // connects, says LOCAL and closes at once). There is no one to serve or to refuse.
+        guard let address = remote.flatMap(IPAddress.init) else {
             channel.close(promise: nil)
             return
         }
+        let pipeline = channel.pipeline.syncOperations
+        guard balancers.contains(address) else {
+            try pipeline.addHandler(UntrustedProxyHeaderDetector(admission: admission))
+            _ = try serve(channel, client: remote, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
+            return
+        }
+        // A balancer's connection: who the client is, and so whether to admit it, is known once its header is read.
+        // The header comes before TLS, so it shares the handshake's deadline (the first message's without TLS).
+        try pipeline.addHandler(
+            ProxyHeaderHandler(
+                balancer: remote, timeout: settings.tls == nil ? settings.firstMessageTimeout : settings.tlsHandshakeTimeout, admission: admission
+            ) { client, _ in
+                try serve(channel, client: client, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
+            })
+    }
+
+    /// Sets up a connection for the client at `client` (the peer, or the one a balancer's header names)
+    /// behind whatever is already in its pipeline; false when admission refused it (it is closing).
+    private static func serve(
+        _ channel: Channel,
+        client: SocketAddress?,
+        settings: Settings,
+        tunnels: TunnelRegistry,
+        admission: ConnectionAdmission,
+        loginRefusals: ThrottledRefusalLog<LoginRefusal>,
+        logger: Logger
+    ) throws -> Bool {
+        // Refused before anything is set up: a flood costs an accept and a close each (logged and counted by `admission`).
+        guard let ticket = admission.accept(from: client) else {
+            channel.close(promise: nil)
+            return false
+        }
         var logger = logger
-        logger[metadataKey: "peer"] = "\(channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown")"
-        let peer = TunnelPeer(channel: channel)
+        logger[metadataKey: "peer"] = "\(client.map { TunnelEndpoint($0).description } ?? "unknown")"
+        let peer = TunnelPeer(channel: channel, address: client)
         tunnels.add(peer)
         settings.metrics?.tunnels.increment()
         settings.metrics?.tunnelsOpened.increment()
@@ -168,7 +212,9 @@ public final class TunnelServer: Sendable {
             try pipeline.addHandler(
                 TunnelAuthenticationGate(
                     users: authentication.users, limiter: authentication.limiter, checker: authentication.checker, refusals: loginRefusals,
-                    source: ticket.group, metrics: settings.metrics, peer: peer, tunnels: tunnels, logger: logger))
+                    source: ticket.group, metrics: settings.metrics, peer: peer, tunnels: tunnels,
+                    claim: { [tunnelsPerLogin = settings.tunnelsPerLogin] login in tunnels.logIn(peer, as: login, atMost: tunnelsPerLogin) },
+                    logger: logger))
         }
         try pipeline.addHandler(
             StartupAdmissionHandler(
@@ -193,6 +239,7 @@ public final class TunnelServer: Sendable {
         tunnelHandler.value = handler
         try pipeline.addHandler(handler)
         logger.debug("connection accepted")
+        return true
     }
 
     /// Stops accepting, then closes every tunnel (TLS sends close_notify) and

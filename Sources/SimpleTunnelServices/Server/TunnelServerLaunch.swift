@@ -126,6 +126,14 @@ public struct TunnelServerLaunch: Sendable {
         launch.warnings += Self.refusedDNSServers(configuration, policy: policy)
         launch.warnings += limits.warnings
         launch.warnings += Self.dnsHint(configuration, resolvConf: resolvConf)
+        launch.settings.proxyProtocolFrom = server.proxyProtocolFrom
+        if let text = options.proxyProtocolFrom {
+            do {
+                launch.settings.proxyProtocolFrom = try IPNetworkList(parsing: text)
+            } catch {
+                throw TunnelServerLaunchError.invalidOption("--proxy-protocol-from \(error)")
+            }
+        }
         let clientCA = options.clientCAPath ?? server.clientCAPath
         let plaintextMode = try Self.plaintextMode(options, host: settings.host, loopback: loopback)
         if let plaintextMode {

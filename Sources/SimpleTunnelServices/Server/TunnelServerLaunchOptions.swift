@@ -37,6 +37,11 @@ public struct TunnelServerLaunchOptions: ParsableArguments, Sendable {
         help: "With --plaintext: the only networks that may connect, CIDR[,CIDR…] (e.g. 192.168.1.0/24,fd00:1::/64); others are closed unread.")
     public var plaintextClients: String?
 
+    @Option(
+        name: .customLong("proxy-protocol-from"),
+        help: "Load balancers, CIDR[,CIDR…], whose connections start with a PROXY v2 header (haproxy's send-proxy-v2) naming the client; others send none.")
+    public var proxyProtocolFrom: String?
+
     @Option(name: .customLong("users"), help: "Users file (LOGIN:HASH lines, see `tunnel-server passwd`): every tunnel must log in first.")
     public var usersPath: String?
 
@@ -62,6 +67,9 @@ public struct TunnelServerLaunchOptions: ParsableArguments, Sendable {
 
     @Option(name: .customLong("max-tunnels"), help: "Tunnels served at once. Default 256.")
     public var maximumTunnels: Int?
+
+    @Option(name: .customLong("max-tunnels-per-login"), help: "Tunnels one login may hold at once; one more is refused. Default 16.")
+    public var tunnelsPerLogin: Int?
 
     @Option(name: .customLong("max-flows-per-tunnel"), help: "Flows one tunnel may hold. Default 4096.")
     public var maximumFlowsPerTunnel: Int?

@@ -56,7 +56,8 @@ final class LoadBalancedLab: @unchecked Sendable {
             as: nil)
     }
 
-    func startServer(_ index: Int) async throws -> ExternalProcess {
+    /// - Parameter proxyProtocol: take PROXY v2 headers from the balancer's address on this server's link.
+    func startServer(_ index: Int, proxyProtocol: Bool = false) async throws -> ExternalProcess {
         let configuration = """
             <?xml version="1.0" encoding="UTF-8"?>
             <plist version="1.0"><dict>
@@ -73,14 +74,16 @@ final class LoadBalancedLab: @unchecked Sendable {
             BuiltPrograms.tunnelServer, "--host", "0.0.0.0", "--port", "4433", "--config", path,
             "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"),
             "--tun", "stun0", "--state-directory", directory + "/state-\(index)", "--database", postgres.socketURL,
-        ])
+        ] + (proxyProtocol ? ["--proxy-protocol-from", "198.18.\(21 + index).1/32"] : []))
         let output = await process.waitForOutput(containing: "listening on 0.0.0.0:4433", timeout: 30)
         try #require(output != nil, "server \(index) did not start:\n\(process.outputSoFar)")
         return process
     }
 
     /// `balance first`: every tunnel goes to A while it is up, so the test knows where the client is.
-    func startBalancer() async throws -> ExternalProcess {
+    /// - Parameter sendProxy: head each connection to a server with a PROXY v2 header (`send-proxy-v2`).
+    func startBalancer(sendProxy: Bool = false) async throws -> ExternalProcess {
+        let proxy = sendProxy ? " send-proxy-v2" : ""
         let configuration = """
             global
                 maxconn 100
@@ -96,8 +99,8 @@ final class LoadBalancedLab: @unchecked Sendable {
                 default_backend tunnel_servers
             backend tunnel_servers
                 balance first
-                server a 198.18.21.2:4433 check inter 500ms fall 1 rise 1
-                server b 198.18.22.2:4433 check inter 500ms fall 1 rise 1
+                server a 198.18.21.2:4433\(proxy) check inter 500ms fall 1 rise 1
+                server b 198.18.22.2:4433\(proxy) check inter 500ms fall 1 rise 1
 
             """
         let path = directory + "/haproxy.cfg"
@@ -170,5 +173,21 @@ struct LoadBalancedFailoverTests {
         // What the client said while the balancer still tried A names a failover, not a server without TLS.
         #expect(!client.outputSoFar.contains("--plaintext"), "\(client.outputSoFar)")
         #expect(!client.outputSoFar.contains("another client"), "\(client.outputSoFar)")
+    }
+
+    @Test(.enabled(if: LoadBalancedLab.isAvailable, "needs root, ip netns, /dev/net/tun, postgresql and haproxy"))
+    func withSendProxyV2TheServerSeesTheClientsAddressNotTheBalancers() async throws {
+        let lab = try await ThrowawayPostgres.offThePool { try LoadBalancedLab() }
+        defer { lab.cleanup() }
+        try await ThrowawayPostgres.offThePool { try lab.addLogin("alice", password: "correct horse") }
+        let a = try await lab.startServer(0, proxyProtocol: true)
+        _ = try await lab.startBalancer(sendProxy: true)
+        let client = try await lab.startClient(login: "alice", password: "correct horse")
+        #expect(try lab.ping(), "no ping through the tunnel:\n\(client.outputSoFar)")
+        // The login's line names the client as its header said (198.18.1.2), not HAProxy's side of A's link.
+        let accepted = a.outputSoFar.split(separator: "\n").filter { $0.contains("login accepted") }
+        #expect(accepted.count == 1 && accepted.allSatisfy { $0.contains("198.18.1.2:") && !$0.contains("198.18.21.1") }, "\(a.outputSoFar)")
+        // HAProxy's health checks (every 500 ms) are no refusals.
+        #expect(!a.outputSoFar.contains("proxy_header"), "\(a.outputSoFar)")
     }
 }

@@ -9,6 +9,10 @@ public enum AdmissionRefusal: String, Sendable, Hashable, CaseIterable, CustomSt
     case perAddress = "per_address"
     case tlsHandshakeTimeout = "tls_handshake_timeout"
     case startupTimeout = "startup_timeout"
+    /// A listed balancer's connection sent no valid PROXY header in time (`--proxy-protocol-from`).
+    case proxyHeader = "proxy_header"
+    /// A connection from an address not in `--proxy-protocol-from` started with a PROXY header.
+    case untrustedProxyHeader = "untrusted_proxy_header"
 
     public var description: String {
         switch self {
@@ -19,6 +23,8 @@ public enum AdmissionRefusal: String, Sendable, Hashable, CaseIterable, CustomSt
         case .perAddress: return "too many connections from one address have not finished TLS and login"
         case .tlsHandshakeTimeout: return "no TLS handshake in time"
         case .startupTimeout: return "no valid first message (or login) in time"
+        case .proxyHeader: return "a balancer in --proxy-protocol-from sent no valid PROXY v2 header in time"
+        case .untrustedProxyHeader: return "a PROXY header came from an address not in --proxy-protocol-from"
         }
     }
 }

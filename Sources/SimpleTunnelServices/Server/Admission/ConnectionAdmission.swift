@@ -85,12 +85,15 @@ public final class ConnectionAdmission: Sendable {
     }
 
     /// Counts and (rate-limited) logs a connection turned away or cut off before it became a tunnel;
-    /// the line names the address when the refusal is about who the peer is.
-    func refused(_ refusal: AdmissionRefusal, address: IPAddress? = nil) {
+    /// the line names the address when the refusal is about who the peer is (or which balancer failed).
+    func refused(_ refusal: AdmissionRefusal, address: IPAddress? = nil, detail: String? = nil) {
         metrics?.admissionRefusal(refusal)
         log.note(refusal, metadata: {
             var metadata = self.currentMetadata
-            if refusal == .unlistedAddress { metadata["address"] = "\(address.map { "\($0.unmapped)" } ?? "unknown")" }
+            if [.unlistedAddress, .proxyHeader, .untrustedProxyHeader].contains(refusal) {
+                metadata["address"] = "\(address.map { "\($0.unmapped)" } ?? "unknown")"
+            }
+            if let detail { metadata["detail"] = "\(detail)" }
             return metadata
         }())
     }

@@ -8,6 +8,8 @@ enum LoginOutcome: String, Sendable, Hashable, CaseIterable {
     case rateLimited = "rate_limited"
     /// Not checked for want of the server's means (too many checks, the logins' store unreachable): the client retries.
     case unchecked
+    /// The right password, but the login holds as many tunnels as it may (`--max-tunnels-per-login`).
+    case tunnelsPerLogin = "tunnels_per_login"
 }
 
 extension LoginRefusal {
@@ -18,6 +20,7 @@ extension LoginRefusal {
         case .rateLimited: return .rateLimited
         case .busy, .directoryUnavailable: return .unchecked
         case .oversized, .malformedLogin: return .failure
+        case .tunnelsPerLogin: return .tunnelsPerLogin
         }
     }
 }

@@ -7,6 +7,7 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
     case oversized
     case malformedLogin = "malformed_login"
     case directoryUnavailable = "login_directory_unavailable"
+    case tunnelsPerLogin = "tunnels_per_login"
 
     /// Whether the peer is told its login was refused before the tunnel closes. Not when
     /// there was no login, nor when the server was too busy to check it or could not look it up: a client takes
@@ -14,7 +15,7 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
     var isAnswered: Bool {
         switch self {
         case .notFirst, .busy, .directoryUnavailable: return false
-        case .rateLimited, .oversized, .malformedLogin: return true
+        case .rateLimited, .oversized, .malformedLogin, .tunnelsPerLogin: return true
         }
     }
 
@@ -29,6 +30,9 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
             return "the login is not one passwd could have made (1 to 64 characters, no ':', spaces or control characters), "
                 + "or the logins' store refuses it; counted as a failed login"
         case .directoryUnavailable: return "the logins cannot be looked up (the database is unreachable); the client will retry"
+        case .tunnelsPerLogin:
+            return "the login already holds as many tunnels as one login may (--max-tunnels-per-login); "
+                + "`tunnel-server status` lists them, `tunnel-server kick LOGIN` ends them"
         }
     }
 }

@@ -38,6 +38,8 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     private let peer: TunnelPeer?
     /// Counts the outcomes since start, for `status`.
     private let tunnels: TunnelRegistry?
+    /// Takes the login's place among its tunnels; false when it holds as many as it may.
+    private let claim: ((String) -> Bool)?
     private var logger: Logger
     private var state = State.awaiting
     /// A `read()` held back while the password is checked.
@@ -46,8 +48,9 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     init(
         users: any LoginDirectory, limiter: LoginRateLimiter, checker: PasswordChecker, refusals: ThrottledRefusalLog<LoginRefusal>,
         source: ClientAddressGroup, metrics: TunnelServerMetrics? = nil, peer: TunnelPeer? = nil, tunnels: TunnelRegistry? = nil,
-        logger: Logger
+        claim: ((String) -> Bool)? = nil, logger: Logger
     ) {
+        self.claim = claim
         self.users = users
         self.limiter = limiter
         self.checker = checker
@@ -132,10 +135,15 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
 
     private func accept(context: ChannelHandlerContext, login: String) {
         guard case .verifying(let pending) = state else { return }
+        if let claim {
+            // The right password, but one tunnel more than this login may hold.
+            guard claim(login) else { return refuse(context: context, login: login, .tunnelsPerLogin) }
+        } else {
+            peer?.loggedIn(as: login)
+        }
         state = .accepted
         count(.success)
         logger.info("login accepted", metadata: ["login": "\(PeerText.quoted(login))"])
-        peer?.loggedIn(as: login)
         context.writeAndFlush(wrapOutboundOut(.authenticateResult(.success)), promise: nil)
         context.fireUserInboundEventTriggered(TunnelAuthenticatedEvent(login: login))
         for message in pending.messages {

@@ -8,6 +8,9 @@ extension ServerLimit {
             "FlowsPerTunnel", flag: "--max-flows-per-tunnel", name: "flows per tunnel", option: \.maximumFlowsPerTunnel,
             runtime: \.multiplexerLimits.maximumFlows, live: true),
         .count("Tunnels", flag: "--max-tunnels", name: "max tunnels", option: \.maximumTunnels, runtime: \.maximumTunnels, live: true),
+        .count(
+            "TunnelsPerLogin", flag: "--max-tunnels-per-login", name: "tunnels per login", option: \.tunnelsPerLogin,
+            runtime: \.tunnelsPerLogin, live: true),
         .seconds(
             "FirstMessageTimeout", flag: "--first-message-timeout", name: "first message timeout", option: \.firstMessageTimeout,
             runtime: \.firstMessageTimeout, live: true, default: { TunnelServerLaunch.defaultFirstMessageTimeout(plaintext: $0.plaintext) }),

@@ -1,7 +1,7 @@
 extension TunnelServerSettings {
     static let knownKeys = [
-        "ListenAddress", "Port", "Certificate", "PrivateKey", "ClientCA", "Database", "DatabasePasswordFile", "Limits", "Policy",
-        "ClientIsolation",
+        "ListenAddress", "Port", "Certificate", "PrivateKey", "ClientCA", "Database", "DatabasePasswordFile", "ProxyProtocolFrom", "Limits",
+        "Policy", "ClientIsolation",
     ]
 
     /// Reads the `Server` dictionary. Unlike the client keys, which are passed
@@ -18,10 +18,28 @@ extension TunnelServerSettings {
         if let node = server.optional("ClientCA") { clientCAPath = try Self.filePath(node, baseDirectory: baseDirectory) }
         databaseURL = try server.optional("Database")?.nonEmptyString(expected: "a postgres://USER@HOST:PORT/DATABASE address")
         if let node = server.optional("DatabasePasswordFile") { databasePasswordFilePath = try Self.filePath(node, baseDirectory: baseDirectory) }
+        if let node = server.optional("ProxyProtocolFrom") { proxyProtocolFrom = try Self.networks(node) }
         if let node = server.optional("Limits") { limits = try Limits(node) }
         if let node = server.optional("Policy") { policy = try DestinationPolicy(node) }
         clientIsolation = try server.optional("ClientIsolation")?.boolean(
             expected: "true (clients reach only the server and the networks behind it) or false (they reach one another too)")
+    }
+
+    /// An array of networks, each `CIDR` (or a bare address), such as ("10.0.0.5/32", "fd00:1::/64").
+    private static func networks(_ node: ConfigurationNode) throws(ConfigurationError) -> IPNetworkList {
+        let expected = "a network such as 10.0.0.5/32 or fd00:1::/64"
+        var ipv4: [IPv4Network] = [], ipv6: [IPv6Network] = []
+        for element in try node.array(of: "network strings") {
+            let text = try element.nonEmptyString(expected: expected)
+            do throws(IPNetworkListError) {
+                let list = try IPNetworkList(parsing: text)
+                ipv4 += list.ipv4
+                ipv6 += list.ipv6
+            } catch {
+                throw element.invalid(expected: expected, detail: error.description)
+            }
+        }
+        return IPNetworkList(ipv4: ipv4, ipv6: ipv6)
     }
 
     private static func filePath(_ node: ConfigurationNode, baseDirectory: String?) throws(ConfigurationError) -> String {

@@ -22,6 +22,8 @@ public struct TunnelServerSettings: Sendable, Hashable {
     /// (`Server.DatabasePasswordFile`); nil = users file and lease file of this server alone.
     public var databaseURL: String?
     public var databasePasswordFilePath: String?
+    /// The load balancers whose connections start with a PROXY v2 header (`Server.ProxyProtocolFrom`).
+    public var proxyProtocolFrom: IPNetworkList?
     public var limits: Limits
     public var policy: DestinationPolicy
     /// `Server.ClientIsolation`: false lets IP-layer clients reach one another's leases; nil = the default, isolated.

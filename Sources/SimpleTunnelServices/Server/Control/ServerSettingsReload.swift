@@ -104,6 +104,8 @@ public struct ServerSettingsReload: Sendable {
         Aspect(name: "listen port", isLive: false) { $0.settings.port == 0 ? "any free port" : "\($0.settings.port)" },
         Aspect(name: "TLS", isLive: false) { $0.settings.tls == nil ? "off (--plaintext)" : "on" },
         Aspect(name: "plaintext clients", isLive: false) { $0.settings.clientNetworks.map { "\($0)" } ?? "any" },
+        // Read at each connection: a balancer added or removed counts from the next one.
+        Aspect(name: "PROXY protocol balancers", isLive: true) { $0.settings.proxyProtocolFrom.map { "\($0)" } ?? "none" },
         Aspect(name: "database", isLive: false) { $0.configuration.server.databaseURL ?? "none" },
         Aspect(name: "IPv4 pool", isLive: false) {
             $0.configuration.poolIsConfigured ? "\($0.configuration.pool.lowerBound)-\($0.configuration.pool.upperBound)" : "none"

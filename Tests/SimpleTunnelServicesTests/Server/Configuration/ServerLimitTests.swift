@@ -43,6 +43,7 @@ struct ServerLimitTests {
 
     static let samples: [String: Sample] = [
         "Tunnels": .count { $0.maximumTunnels },
+        "TunnelsPerLogin": .count { $0.tunnelsPerLogin },
         "FlowsPerTunnel": .count { $0.multiplexerLimits.maximumFlows },
         "UDPFlowsPerTunnel": .count { $0.multiplexerLimits.maximumUDPFlows },
         "FirstMessageTimeout": .seconds { $0.firstMessageTimeout },
