@@ -4,8 +4,11 @@ import NIOCore
 /// A control socket (the client's and the server's) speaks length-prefixed
 /// JSON: a 4-byte big-endian length, then one JSON object each way.
 public enum ControlFraming {
-    /// Largest request or response accepted.
+    /// Largest request a program accepts: what a local user may make it hold.
     public static let maximumMessageLength = 64 * 1024
+    /// Largest answer a command accepts from the program it asked (its own,
+    /// or root's): a status of 10,000 tunnels at about 200 bytes each fits.
+    public static let maximumAnswerLength = 16 * 1024 * 1024
 
     public static func frame(_ payload: Data) -> ByteBuffer {
         var buffer = ByteBuffer()
@@ -24,11 +27,17 @@ public enum ControlFraming {
 /// Splits a control socket's stream into JSON payloads.
 struct ControlFrameDecoder: ByteToMessageDecoder {
     typealias InboundOut = ByteBuffer
+    /// `maximumMessageLength` for requests, `maximumAnswerLength` for answers.
+    let limit: Int
+
+    init(limit: Int = ControlFraming.maximumMessageLength) {
+        self.limit = limit
+    }
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard let length = buffer.getInteger(at: buffer.readerIndex, endianness: .big, as: UInt32.self) else { return .needMoreData }
-        guard length <= ControlFraming.maximumMessageLength else {
-            throw ControlError.messageTooLarge(Int(length))
+        guard length <= limit else {
+            throw ControlError.messageTooLarge(Int(length), limit: limit)
         }
         guard buffer.readableBytes >= 4 + Int(length) else { return .needMoreData }
         buffer.moveReaderIndex(forwardBy: 4)
@@ -39,7 +48,7 @@ struct ControlFrameDecoder: ByteToMessageDecoder {
 }
 
 public enum ControlError: Error, CustomStringConvertible {
-    case messageTooLarge(Int)
+    case messageTooLarge(Int, limit: Int)
     /// Nothing answers on the path; `program` is who should have, `reach` how far the request got.
     case noAnswer(String, program: String, reach: ControlSocketReach)
     case socketInUse(String, program: String)
@@ -48,7 +57,7 @@ public enum ControlError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .messageTooLarge(let length): return "control message of \(length) bytes is over the \(ControlFraming.maximumMessageLength)-byte limit"
+        case .messageTooLarge(let length, let limit): return "control message of \(length) bytes is over the \(limit)-byte limit"
         case .noAnswer(let path, let program, _): return "no \(program) answers on \(path) (is one running, and may you use it? give --control PATH)"
         case .socketInUse(let path, let program): return "another \(program) already answers on \(path); give this one its own --control PATH"
         case .noAnswerInTime(let path, let program, let seconds):

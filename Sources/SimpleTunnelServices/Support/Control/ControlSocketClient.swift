@@ -22,7 +22,7 @@ public enum ControlSocketClient {
                 .connectTimeout(answerDeadline)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(ControlFrameDecoder()))
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(ControlFrameDecoder(limit: ControlFraming.maximumAnswerLength)))
                         try channel.pipeline.syncOperations.addHandler(ControlAnswerHandler(promise: promise))
                     }
                 }
