@@ -97,12 +97,19 @@ public final class TunnelClientConnection: Sendable {
         let configuration: [String: PropertyListValue]
         do {
             multiplexer = try await activePromise.futureResult.get()
-            guard try await loginPromise.futureResult.get() == .success else {
+            switch try await loginPromise.futureResult.get() {
+            case .success: break
+            case .timeout:
+                try? await channel.close()
+                throw TunnelLoginUnavailableError()
+            default:
                 try? await channel.close()
                 throw TunnelLoginRefusedError(login: settings.credentials?.login ?? "")
             }
             configuration = try await configurationPromise.futureResult.get()
         } catch let error as TunnelLoginRefusedError {
+            throw error
+        } catch let error as TunnelLoginUnavailableError {
             throw error
         } catch {
             // A failed TLS handshake closes the tunnel: say why.
@@ -152,5 +159,13 @@ public struct TunnelLoginRefusedError: Error, CustomStringConvertible {
         "the server refused the login \"\(login)\": a wrong login or password, or too many failed attempts from this address "
             + "have locked it out for a while, or the login already holds as many tunnels as the server allows one login; "
             + "the server's log says which"
+    }
+}
+
+/// The server could not check the login now (result 4, PROTOCOL.md B2: its
+/// logins' database is unavailable): not a wrong login, so it is tried again.
+public struct TunnelLoginUnavailableError: Error, CustomStringConvertible {
+    public var description: String {
+        "the server cannot check logins now (its database is unavailable); not a wrong login or password: try again later"
     }
 }

@@ -167,16 +167,23 @@ public struct TunnelClientService: Service, CustomStringConvertible {
                 await candidate?.close()
                 status.failed(error)
                 guard reconnect != nil, !Self.isPermanent(error) else { throw error }
+                if error is TunnelLoginUnavailableError {
+                    // Said plainly: the operator's database is away, the user's login is not wrong.
+                    logger.warning("the server cannot check logins now (its database is unavailable); retrying", metadata: ["attempt": "\(attempt)"])
+                    continue
+                }
                 let reason = afterLoss ? ReconnectFailure.reason(error) : "\(error)"
                 logger.notice("could not bring the tunnel up; trying again", metadata: ["attempt": "\(attempt)", "reason": "\(reason)"])
             }
         }
     }
 
-    /// Failures that another attempt with the same settings cannot cure.
+    /// Failures that another attempt with the same settings cannot cure; a login
+    /// the server could not check now (`TunnelLoginUnavailableError`) is not one.
     static func isPermanent(_ error: Error) -> Bool {
         switch error {
         case is TunnelLoginRefusedError: return true
+        case is TunnelLoginUnavailableError: return false
         case let error as TLSError: return error.isPermanent
         default: return false
         }

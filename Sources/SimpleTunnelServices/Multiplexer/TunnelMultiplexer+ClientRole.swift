@@ -68,10 +68,10 @@ extension TunnelMultiplexer {
         sendControl(.fetchConfiguration(identifier: 0))
     }
 
-    /// Sends a login (PROTOCOL.md B2).
+    /// Sends a login (PROTOCOL.md B2), taking result 4 as "try again later".
     public func authenticate(login: String, password: String, completion: @escaping (Result<TunnelConnectionOpenResult, TunnelClosedError>) -> Void) {
         guard !isClosed else { return completion(.failure(TunnelClosedError())) }
         client.authentications.append(completion)
-        sendControl(.authenticate(login: login, password: password))
+        sendControl(.authenticate(login: login, password: password, offersRetryLater: true))
     }
 }

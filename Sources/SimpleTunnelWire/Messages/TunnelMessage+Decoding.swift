@@ -96,11 +96,14 @@ private struct MessageFields {
         case .fetchConfiguration:
             return .fetchConfiguration(identifier: identifier, configuration: try dictionary(.configuration))
         case .authenticate:
-            return .authenticate(login: try required(.login, string), password: try required(.password, string))
+            return .authenticate(
+                login: try required(.login, string), password: try required(.password, string),
+                offersRetryLater: (try integer(.retryLater) ?? 0) != 0)
         case .authenticateResult:
             let result = try required(.resultCode) { key throws(TunnelMessageDecodingError) in try enumeration(key, TunnelConnectionOpenResult.self) }
-            guard result == .success || result == .refused else {
-                throw error(.invalidValue, .resultCode, "authenticateResult carries 0 (accepted) or 3 (refused), not \(result.rawValue)")
+            guard result == .success || result == .refused || result == .timeout else {
+                throw error(
+                    .invalidValue, .resultCode, "authenticateResult carries 0 (accepted), 3 (refused) or 4 (try again later), not \(result.rawValue)")
             }
             return .authenticateResult(result)
         }

@@ -66,9 +66,13 @@ extension TunnelMessage {
             if let configuration {
                 add(.configuration, .dictionary(configuration))
             }
-        case .authenticate(let login, let password):
+        case .authenticate(let login, let password, let offersRetryLater):
             add(.login, .string(login))
             add(.password, .string(password))
+            // Only from a client that takes result 4 as "try again later" (PROTOCOL.md B2).
+            if offersRetryLater {
+                add(.retryLater, PropertyListValue(1))
+            }
         case .authenticateResult(let result):
             add(.resultCode, PropertyListValue(result.rawValue))
         }

@@ -50,10 +50,12 @@ extension TunnelMessage {
         case .openResult(_, let result, .none, .none), .authenticateResult(let result):
             sink.integer(Int64(result.rawValue))
             return ScalarShapes.result
-        case .authenticate(let login, let password):
+        case .authenticate(let login, let password, let offersRetryLater):
             sink.string(login)
             sink.string(password)
-            return ScalarShapes.authenticate
+            guard offersRetryLater else { return ScalarShapes.authenticate }
+            sink.integer(1)
+            return ScalarShapes.authenticateOfferingRetry
         case .packets, .openResult(_, _, .some, _), .fetchConfiguration(_, .some), .open(_, .ip(offersSuperPackets: true)):
             return nil
         }
@@ -74,6 +76,7 @@ private enum ScalarShapes {
     static let result = shape(.resultCode)
     static let resultWithDetail = shape(.resultCode, .resultDetail)
     static let authenticate = shape(.login, .password)
+    static let authenticateOfferingRetry = shape(.login, .password, .retryLater)
 
     private static func shape(_ keys: TunnelMessageKey...) -> ScalarDictionaryShape {
         ScalarDictionaryShape(keys: ([.identifier, .command] + keys).map(\.rawValue))

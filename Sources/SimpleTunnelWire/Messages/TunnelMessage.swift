@@ -18,7 +18,8 @@ public enum TunnelMessage: Sendable, Hashable {
     case packets(identifier: TunnelConnectionIdentifier, packets: [TunnelPacket])
     /// A request (no configuration) or its reply.
     case fetchConfiguration(identifier: TunnelConnectionIdentifier, configuration: [String: PropertyListValue]? = nil)
-    case authenticate(login: String, password: String)
+    /// `offersRetryLater`: the sender takes result 4 (timeout) as "the server cannot check logins now" (PROTOCOL.md B2).
+    case authenticate(login: String, password: String, offersRetryLater: Bool = false)
     case authenticateResult(TunnelConnectionOpenResult)
 
     public var command: TunnelCommand {

@@ -40,6 +40,8 @@ public enum TunnelMessageKey: String, Sendable, Hashable, CaseIterable {
     case superPackets = "super-packets"
     /// Ours (PROTOCOL.md B8): beside `packets`, each one's segment size (0: an ordinary packet).
     case segmentSizes = "segment-sizes"
+    /// Ours (PROTOCOL.md B2): an `authenticate` whose sender takes `authenticateResult` 4 as "try again later".
+    case retryLater = "retry-later"
 }
 
 /// `tunnel-type`: whether a logical connection carries app flows or IP packets.

@@ -48,7 +48,7 @@ final class ThrowawayPostgres: Sendable {
         try await offThePool { try start() }
     }
 
-    func stopServerOffThePool() async throws { try await Self.offThePool { try self.stopServer() } }
+    func stopServerOffThePool(mode: String = "immediate") async throws { try await Self.offThePool { try self.stopServer(mode: mode) } }
     func startServerOffThePool() async throws { try await Self.offThePool { try self.startServer() } }
 
     static func offThePool<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
@@ -76,9 +76,10 @@ final class ThrowawayPostgres: Sendable {
             ], as: "postgres")
     }
 
-    /// Stops it at once (clients see their connections end, as when a database server goes away).
-    func stopServer() throws {
-        try Self.run(["\(Self.binaries)/pg_ctl", "-D", data, "-w", "-t", "60", "-m", "immediate", "stop"], as: "postgres")
+    /// Stops it at once (clients see their connections end, as when a database server goes away);
+    /// `mode` "fast" as an operator's `pg_ctl stop -m fast` does (clients are told, SQLSTATE 57P01).
+    func stopServer(mode: String = "immediate") throws {
+        try Self.run(["\(Self.binaries)/pg_ctl", "-D", data, "-w", "-t", "60", "-m", mode, "stop"], as: "postgres")
     }
 
     func remove() {

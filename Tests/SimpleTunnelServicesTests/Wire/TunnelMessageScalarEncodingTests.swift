@@ -32,6 +32,7 @@ struct TunnelMessageScalarEncodingTests {
             .openResult(identifier: 3, result: .timeout, configuration: [:]),
             .authenticate(login: "bob", password: "a password longer than fifteen bytes"),
             .authenticate(login: "", password: ""),
+            .authenticate(login: "carol", password: "pw", offersRetryLater: true),
             .dns(identifier: 0, packet: ByteBuffer(counter: 512), source: "[2001:db8::53]:53"),
             .data(identifier: 5, payload: ByteBuffer(counter: 14)),
             .data(identifier: 5, payload: ByteBuffer(counter: 15)),
@@ -41,7 +42,7 @@ struct TunnelMessageScalarEncodingTests {
             .data(identifier: 5, payload: ByteBuffer(counter: 65_536), endpoint: TunnelEndpoint(host: "::1", port: 53)),
         ]
         + TunnelConnectionOpenResult.allCases.map { .openResult(identifier: 7, result: $0) }
-        + [.authenticateResult(.success), .authenticateResult(.refused)]
+        + [.authenticateResult(.success), .authenticateResult(.refused), .authenticateResult(.timeout)]
 
     /// The frame the general writer makes: today's bytes.
     static func generalFrame(

@@ -42,7 +42,10 @@ struct TunnelMessageTests {
         .fetchConfiguration(identifier: 0),
         .fetchConfiguration(identifier: 0, configuration: configuration),
         .authenticate(login: "jürgen", password: "correct horse 🐎"),
+        // B2: a client that takes result 4 as "try again later" says so.
+        .authenticate(login: "jürgen", password: "correct horse 🐎", offersRetryLater: true),
         .authenticateResult(.refused),
+        .authenticateResult(.timeout),
     ]
 
     @Test func everyMessageSurvivesAFrameRoundTrip() throws {

@@ -11,7 +11,8 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the peer is told its login was refused before the tunnel closes. Not when
     /// there was no login, nor when the server was too busy to check it or could not look it up: a client takes
-    /// a refusal as final, while a tunnel that just closes is tried again later.
+    /// a refusal as final, while a tunnel that just closes is tried again later (and a client that offered
+    /// `retry-later` is told result 4 when the logins could not be looked up, PROTOCOL.md B2).
     var isAnswered: Bool {
         switch self {
         case .notFirst, .busy, .directoryUnavailable: return false
@@ -29,7 +30,8 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
         case .malformedLogin:
             return "the login is not one passwd could have made (1 to 64 characters, no ':', spaces or control characters), "
                 + "or the logins' store refuses it; counted as a failed login"
-        case .directoryUnavailable: return "the logins cannot be looked up (the database is unreachable); the client will retry"
+        case .directoryUnavailable:
+            return "the logins cannot be looked up (the database is unreachable); not a failed login: the client is told to try again later"
         case .tunnelsPerLogin:
             return "the login already holds as many tunnels as one login may (--max-tunnels-per-login); "
                 + "`tunnel-server status` lists them, `tunnel-server kick LOGIN` ends them"

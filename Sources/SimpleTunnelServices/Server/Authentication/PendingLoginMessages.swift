@@ -36,7 +36,7 @@ struct PendingLoginMessages {
             return baseSize + packets.reduce(0) { $0 + baseSize + $1.bytes.readableBytes }
         case .open(_, .tcp(let endpoint)):
             return baseSize + endpoint.host.utf8.count
-        case .authenticate(let login, let password):
+        case .authenticate(let login, let password, _):
             return baseSize + login.utf8.count + password.utf8.count
         case .openResult(_, _, .some, _), .fetchConfiguration(_, .some):
             return maximumBytes + 1

@@ -80,7 +80,7 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
             }
             state = .verifying(pending: pending)
         case .awaiting:
-            guard case .message(.authenticate(let login, let password)) = inbound else {
+            guard case .message(.authenticate(let login, let password, let offersRetryLater)) = inbound else {
                 return refuse(context: context, login: nil, .notFirst)
             }
             guard let attempt = limiter.beginAttempt(source.description) else {
@@ -125,7 +125,11 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
                 case .failure(let malformed as LoginDirectoryRefusedLogin):
                     refuse(context: context, login: login, .malformedLogin, detail: malformed.reason)
                 case .failure(let unavailable as LoginDirectoryUnavailable):
-                    refuse(context: context, login: login, .directoryUnavailable, detail: unavailable.reason)
+                    metrics?.loginsUnavailable.increment()
+                    // Not a refusal: a client that takes result 4 says "try again later"; any other one sees the tunnel close, as before.
+                    refuse(
+                        context: context, login: login, .directoryUnavailable, detail: unavailable.reason,
+                        answer: offersRetryLater ? .timeout : nil)
                 case .failure(let error):
                     refuse(context: context, login: login, reason: "the password could not be checked: \(error)", outcome: .unchecked)
                 }
@@ -159,21 +163,24 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 
-    /// A refusal a peer can cause without a hash: logged through the server's throttle.
-    private func refuse(context: ChannelHandlerContext, login: String?, _ refusal: LoginRefusal, detail: String? = nil) {
+    /// A refusal a peer can cause without a hash: logged through the server's throttle. `answer`
+    /// overrides the refusal's own (result 3 when it is answered, none otherwise).
+    private func refuse(
+        context: ChannelHandlerContext, login: String?, _ refusal: LoginRefusal, detail: String? = nil, answer: TunnelConnectionOpenResult? = nil
+    ) {
         var metadata: Logger.Metadata = ["source": "\(source)"]
         if let login { metadata["login"] = "\(PeerText.quoted(login))" }
         if let detail { metadata["detail"] = "\(detail)" }
         refusals.note(refusal, metadata: metadata)
         if !isDecided, let outcome = refusal.outcome { count(outcome) }
-        close(context: context, loginRefused: refusal.isAnswered)
+        close(context: context, answer: answer ?? (refusal.isAnswered ? .refused : nil))
     }
 
     /// A refusal after a hash ran: each is logged.
     private func refuse(context: ChannelHandlerContext, login: String, reason: String, outcome: LoginOutcome = .failure) {
         logger.notice("login refused", metadata: ["reason": "\(reason)", "source": "\(source)", "login": "\(PeerText.quoted(login))"])
         if !isDecided { count(outcome) }
-        close(context: context, loginRefused: true)
+        close(context: context, answer: .refused)
     }
 
     /// Accepted or refused already: the attempt has been counted.
@@ -189,15 +196,15 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
         tunnels?.login(outcome)
     }
 
-    /// Ends the tunnel, first answering (and counting) a refused login.
-    private func close(context: ChannelHandlerContext, loginRefused: Bool) {
+    /// Ends the tunnel, first sending `answer` if any; a refused login (result 3) is counted.
+    private func close(context: ChannelHandlerContext, answer: TunnelConnectionOpenResult?) {
         switch state {
         case .accepted, .refused: return
         case .awaiting, .verifying: state = .refused
         }
-        guard loginRefused else { return context.close(promise: nil) }
-        metrics?.authenticationFailures.increment()
-        context.writeAndFlush(wrapOutboundOut(.authenticateResult(.refused))).assumeIsolated().whenComplete { _ in
+        guard let answer else { return context.close(promise: nil) }
+        if answer == .refused { metrics?.authenticationFailures.increment() }
+        context.writeAndFlush(wrapOutboundOut(.authenticateResult(answer))).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
     }

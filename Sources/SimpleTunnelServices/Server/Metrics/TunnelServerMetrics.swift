@@ -8,6 +8,8 @@ public struct TunnelServerMetrics: Sendable {
     let bytesFromClients: Counter
     let bytesToClients: Counter
     let authenticationFailures: Counter
+    /// Logins neither accepted nor refused: the logins' store (the database) could not be asked.
+    let loginsUnavailable: Counter
     /// Messages from clients that could not be acted on (PROTOCOL.md B5).
     let malformedMessages: Counter
     let leases: Meter
@@ -41,6 +43,7 @@ public struct TunnelServerMetrics: Sendable {
         bytesFromClients = Counter(label: "simpletunnel_bytes_total", dimensions: [("direction", "from_clients")], factory: factory)
         bytesToClients = Counter(label: "simpletunnel_bytes_total", dimensions: [("direction", "to_clients")], factory: factory)
         authenticationFailures = Counter(label: "simpletunnel_authentication_failures_total", factory: factory)
+        loginsUnavailable = Counter(label: "simpletunnel_logins_unavailable_total", factory: factory)
         malformedMessages = Counter(label: "simpletunnel_malformed_messages_total", factory: factory)
         leases = Meter(label: "simpletunnel_leases", factory: factory)
         flows = [
