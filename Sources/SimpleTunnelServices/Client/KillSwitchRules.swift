@@ -21,14 +21,14 @@ public struct KillSwitchRules: Sendable, Equatable {
 
     public init(device: String, allowedLAN: [IPNetworkChoice] = []) {
         self.device = device
-        self.allowedIPv4 = allowedLAN.compactMap { if case .v4(let network) = $0 { network } else { nil } }
-        self.allowedIPv6 = allowedLAN.compactMap { if case .v6(let network) = $0 { network } else { nil } }
+        self.allowedIPv4 = allowedLAN.compactMap(\.ipv4)
+        self.allowedIPv6 = allowedLAN.compactMap(\.ipv6)
     }
 
     /// `inet simpletunnel_client_DEVICE`: one table per tunnel device, so two
     /// clients on one machine each have their own and remove only their own.
     public var tableName: String {
-        "simpletunnel_client_" + String(device.map { $0.isLetter || $0.isNumber ? $0 : "_" })
+        "simpletunnel_client_" + String(device.map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" })
     }
 
     /// Whether a tunnel with these settings gets a kill switch: only a full
@@ -106,6 +106,16 @@ public enum IPNetworkChoice: Sendable, Hashable, CustomStringConvertible {
         case .v4(let network): network.description
         case .v6(let network): network.description
         }
+    }
+
+    var ipv4: IPv4Network? {
+        guard case .v4(let network) = self else { return nil }
+        return network
+    }
+
+    var ipv6: IPv6Network? {
+        guard case .v6(let network) = self else { return nil }
+        return network
     }
 }
 

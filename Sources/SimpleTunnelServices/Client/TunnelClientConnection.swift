@@ -103,7 +103,12 @@ public final class TunnelClientConnection: Sendable {
             }
         let channel: Channel
         do {
-            channel = try await bootstrap.connect(host: settings.host, port: settings.port).get()
+            // An address (a reconnection's) is connected to as it is: no resolver is asked about it.
+            if let address = try? SocketAddress(ipAddress: settings.host, port: settings.port) {
+                channel = try await bootstrap.connect(to: address).get()
+            } else {
+                channel = try await bootstrap.connect(host: settings.host, port: settings.port).get()
+            }
         } catch {
             activePromise.fail(error)
             loginPromise.fail(error)
