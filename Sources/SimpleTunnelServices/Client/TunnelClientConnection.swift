@@ -75,7 +75,7 @@ public final class TunnelClientConnection: Sendable {
                     if let mark = settings.socketMark {
                         // Before the connect: the SYN is the first packet the kill switch must let out.
                         try channel.syncOptions?.setOption(
-                            ChannelOptions.Types.SocketOption(level: .socket, name: NIOBSDSocket.Option(rawValue: SO_MARK)), value: Int32(bitPattern: mark))
+                            ChannelOptions.Types.SocketOption(level: .socket, name: NIOBSDSocket.Option(rawValue: SO_MARK)), value: Int(mark))
                     }
                     let pipeline = channel.pipeline.syncOperations
                     if let tls = settings.tls {

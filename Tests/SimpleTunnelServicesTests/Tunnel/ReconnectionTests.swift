@@ -229,7 +229,8 @@ struct ReconnectionTests {
             refusedImpostor = await service.status.snapshot().lastError?.contains(impostorIdentity.sha256FingerprintHex) == true
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(refusedImpostor, "the client never met the impostor: \(String(describing: await service.status.snapshot().lastError))")
+        let impostorError = await service.status.snapshot().lastError
+        #expect(refusedImpostor, "the client never met the impostor: \(String(describing: impostorError))")
         // It keeps trying (several backoff rounds later it still runs, reasserting) instead of giving up and exiting.
         try await Task.sleep(for: .seconds(1))
         #expect(service.status.state == .reasserting)
@@ -299,7 +300,8 @@ struct ReconnectionTests {
         for _ in 0..<250 where service.status.state != .connected {
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(service.status.state == .connected, "\(String(describing: await service.status.snapshot().lastError))")
+        let lastError = await service.status.snapshot().lastError
+        #expect(service.status.state == .connected, "\(String(describing: lastError))")
         #expect(lookups.withLockedValue { $0 } == 1, "the name was looked up again")
         service.status.requestStop()
         try await run.value
