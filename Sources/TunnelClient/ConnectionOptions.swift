@@ -99,13 +99,17 @@ struct ConnectionOptions: ParsableArguments {
     /// Runs the client until SIGINT/SIGTERM or `tunnel-client stop` (or, with --once, until the tunnel is lost).
     /// With --run-as, privileges are dropped once the offers are up, keeping `capabilities` for later network changes.
     /// Listeners are bound before the tunnel is opened; `offersNeedTunnel` waits for it (the IP tunnel).
+    /// `socketMark` marks the tunnel's socket (for the IP tunnel's kill switch).
     func run(
-        keeping capabilities: Set<Privileges.Capability> = [], offersNeedTunnel: Bool = false, _ startOffers: @escaping TunnelClientService.Offers
+        keeping capabilities: Set<Privileges.Capability> = [], offersNeedTunnel: Bool = false, socketMark: UInt32? = nil,
+        _ startOffers: @escaping TunnelClientService.Offers
     ) async throws {
         let logger = makeLogger()
         let account = try runAs.map { name throws(PrivilegeError) in try Privileges.account(named: name) }
+        var settings = try connectionSettings()
+        settings.socketMark = socketMark
         let service = TunnelClientService(
-            settings: try connectionSettings(), group: MultiThreadedEventLoopGroup.singleton,
+            settings: settings, group: MultiThreadedEventLoopGroup.singleton,
             logger: logger, controlPath: control ?? ControlProtocol.defaultPath(), controlPathIsRequired: control != nil,
             reconnect: once ? nil : ReconnectBackoff(), offersNeedTunnel: offersNeedTunnel
         ) { current, status in

@@ -4,6 +4,11 @@ import SimpleTunnelServices
 
 extension DNSMode: ExpressibleByArgument {}
 
+/// `--kill-switch on|off`.
+enum KillSwitchSetting: String, ExpressibleByArgument, CaseIterable {
+    case on, off
+}
+
 struct IP: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ip",
@@ -11,7 +16,10 @@ struct IP: AsyncParsableCommand {
         discussion: """
             Takes the address the server leases, the routes it pushes (or everything, keeping a \
             route to the server itself outside the tunnel, with IPv6 blackholed so nothing leaks \
-            around an IPv4-only tunnel) and, with --dns, its DNS servers. All of it is removed on exit.
+            around an IPv4-only tunnel) and, with --dns, its DNS servers. A tunnel that carries everything \
+            also gets a kill switch (nftables): nothing but the tunnel, its own connection to the server, \
+            loopback and the --allow-lan networks leaves the machine, also while reconnecting. All of it is \
+            removed on exit.
             """
     )
 
@@ -38,7 +46,31 @@ struct IP: AsyncParsableCommand {
         help: "Do not offer to carry TCP super-packets whole (a Linux server with TUN offloads accepts them); send MTU-sized packets only.")
     var noSuperPackets = false
 
+    @Option(
+        name: .customLong("kill-switch"),
+        help: """
+            on: while a tunnel that carries everything is wanted, drop whatever would leave outside it (a LAN route more \
+            specific than the tunnel's, a lapse while reconnecting); needs nftables. off: routes alone (traffic can leak).
+            """)
+    var killSwitch: KillSwitchSetting = .on
+
+    @Option(
+        name: .customLong("allow-lan"),
+        help: "A network the kill switch lets out directly, e.g. 192.168.1.0/24 for a printer (repeatable). Hosts there see that traffic in the clear.")
+    var allowLAN: [String] = []
+
     func validate() throws {
+        for network in allowLAN {
+            do { _ = try IPNetworkChoice(parsing: network) } catch { throw ValidationError("--allow-lan \(network): \(error)") }
+        }
+        if !allowLAN.isEmpty, killSwitch == .off {
+            throw ValidationError("--allow-lan opens the kill switch to a network; with --kill-switch off every network is reachable already")
+        }
+        if killSwitch == .on, connection.runAs != nil {
+            throw ValidationError(
+                "--run-as with the kill switch: each reconnection marks its socket for the kill switch, which needs CAP_NET_ADMIN on "
+                    + "the threads --run-as takes it from; pass --kill-switch off with --run-as, or run without --run-as")
+        }
         if let mtu, !(576...65535).contains(mtu) {
             throw ValidationError("--mtu \(mtu): expected 576 to 65535")
         }
@@ -58,14 +90,19 @@ struct IP: AsyncParsableCommand {
         options.dns = dns
         options.mtu = mtu
         options.offerSuperPackets = !noSuperPackets
+        options.killSwitch = killSwitch == .on
+        options.allowedLAN = try allowLAN.map { try IPNetworkChoice(parsing: $0) }
         let ipOptions = options
         // Changing and undoing routes needs CAP_NET_ADMIN; restoring /etc/resolv.conf needs to write root's file.
         let capabilities: Set<Privileges.Capability> = dns != .off ? [.netAdmin, .dacOverride] : [.netAdmin]
-        try await connection.run(keeping: capabilities, offersNeedTunnel: true) { current, status in
+        try await connection.run(
+            keeping: capabilities, offersNeedTunnel: true, socketMark: killSwitch == .on ? KillSwitchRules.socketMark : nil
+        ) { current, status in
             guard let tunnel = current.connection else { throw TunnelClientLaunchError("the tunnel closed before the IP flow could be opened") }
             let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, logger: Logger(label: "tunnel-client"))
             let showLease: @Sendable () -> Void = { status.setLease("\(session.settings.leaseDescription) on \(session.deviceName)") }
             showLease()
+            status.setKillSwitch(session.killSwitch?.summary)
             return [
                 .init(
                     close: { session.stop() },

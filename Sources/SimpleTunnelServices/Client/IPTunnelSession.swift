@@ -15,6 +15,10 @@ public struct IPTunnelOptions: Sendable {
     /// Offer to carry TCP super-packets whole (PROTOCOL.md B8) when the device
     /// has offloads; off with `--no-super-packets`.
     public var offerSuperPackets = true
+    /// Drop whatever would leave a full tunnel outside it (`KillSwitchRules`); off with `--kill-switch off`.
+    public var killSwitch = true
+    /// Networks the kill switch lets out directly (`--allow-lan`).
+    public var allowedLAN: [IPNetworkChoice] = []
 
     public init() {}
 }
@@ -117,6 +121,13 @@ extension IPTunnelSettings {
     /// IPv6 needs links of at least this MTU (RFC 8200); the kernel turns IPv6 off on a smaller one.
     public static let minimumIPv6MTU = 1280
 
+    /// Routes, when applied, send all of every family the tunnel has through it.
+    public var carriesEverything: Bool {
+        let ipv4Everything = address == nil || routes == nil
+        let ipv6Everything = ipv6.map { $0.routes == nil } ?? true
+        return ipv4Everything && ipv6Everything
+    }
+
     /// The leases as `status` and the log show them: `10.90.0.2/32` or `10.90.0.2/32, fd00:90::2/128`.
     public var leaseDescription: String {
         [address.map { "\($0)/\(prefixLength)" }, ipv6.map { "\($0.address)/\($0.prefixLength)" }].compactMap { $0 }.joined(separator: ", ")
@@ -135,18 +146,25 @@ public final class IPTunnelSession: Sendable {
     private let device: TUNDevice
     private let link: NIOLoopBound<DeviceLink>
     private let network: LinuxNetworkConfigurator
+    /// The kill switch's table, apart from `network`: a reconnection that
+    /// applies new settings undoes `network`, and the kill switch must hold meanwhile.
+    private let guardrail: LinuxNetworkConfigurator
+    /// What the kill switch is, when one is up (`status` shows it).
+    public let killSwitch: KillSwitchRules?
     private let options: IPTunnelOptions
     private let logger: Logger
 
     private init(
         settings: IPTunnelSettings, device: TUNDevice, link: NIOLoopBound<DeviceLink>, network: LinuxNetworkConfigurator,
-        options: IPTunnelOptions, logger: Logger
+        guardrail: LinuxNetworkConfigurator, killSwitch: KillSwitchRules?, options: IPTunnelOptions, logger: Logger
     ) {
         self.current = NIOLockedValueBox(settings)
         self.deviceName = device.name
         self.device = device
         self.link = link
         self.network = network
+        self.guardrail = guardrail
+        self.killSwitch = killSwitch
         self.options = options
         self.logger = logger
     }
@@ -155,16 +173,25 @@ public final class IPTunnelSession: Sendable {
         let device = try TUNDevice.open(name: options.deviceName, logger: logger)
         let link = try await tunnel.eventLoop.submit { NIOLoopBound(DeviceLink(device: device, eventLoop: tunnel.eventLoop), eventLoop: tunnel.eventLoop) }.get()
         let network = LinuxNetworkConfigurator(logger: logger)
+        let guardrail = LinuxNetworkConfigurator(logger: logger)
         do {
             let settings = try IPTunnelSettings(configuration: try await openFlow(tunnel: tunnel, link: link, options: options))
-            try apply(settings, options: options, server: tunnel.channel.remoteAddress, device: device.name, network: network, logger: logger)
+            // Before the routes: from the moment the tunnel carries everything, nothing gets around it.
+            let killSwitch = KillSwitchRules.wanted(settings, options: options) ? KillSwitchRules(device: device.name, allowedLAN: options.allowedLAN) : nil
+            if let killSwitch {
+                try install(killSwitch, guardrail: guardrail, logger: logger)
+            }
+            try apply(settings, options: options, server: tunnel.serverAddress, device: device.name, network: network, logger: logger)
             logger.notice(
                 "IP tunnel up on \(device.name): \(settings.leaseDescription), routes \(options.applyRoutes ? (settings.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything") : "none")",
                 metadata: ["super-packets": "\(settings.superPackets ? "agreed" : "off")"]
             )
-            return IPTunnelSession(settings: settings, device: device, link: link, network: network, options: options, logger: logger)
+            return IPTunnelSession(
+                settings: settings, device: device, link: link, network: network, guardrail: guardrail, killSwitch: killSwitch, options: options,
+                logger: logger)
         } catch {
             try? network.undoAll()
+            try? guardrail.undoAll()
             device.close()
             throw error
         }
@@ -189,9 +216,15 @@ public final class IPTunnelSession: Sendable {
             try network.replaceAddress(old, prefixLength: previous.prefixLength, with: new, prefixLength: settings.prefixLength, device: deviceName)
         } else {
             try network.undoAll()
-            try Self.apply(settings, options: options, server: tunnel.channel.remoteAddress, device: deviceName, network: network, logger: logger)
+            try Self.apply(settings, options: options, server: tunnel.serverAddress, device: deviceName, network: network, logger: logger)
         }
         current.withLockedValue { $0 = settings }
+    }
+
+    private static func install(_ killSwitch: KillSwitchRules, guardrail: LinuxNetworkConfigurator, logger: Logger) throws {
+        guard SystemCommandRunner().locate("nft") != nil else { throw KillSwitchError.nftMissing }
+        try guardrail.loadFirewallTable(family: "inet", name: killSwitch.tableName, script: killSwitch.script)
+        logger.notice("kill switch \(killSwitch.summary): nothing leaves outside the tunnel until it stops")
     }
 
     private static func apply(
@@ -221,11 +254,9 @@ public final class IPTunnelSession: Sendable {
 
     /// The pushed DNS as `--dns` asks; a tunnel carries everything when its routes (not given, or off) send all of a family through it.
     static func dnsPlan(_ settings: IPTunnelSettings, options: IPTunnelOptions) -> DNSPlan? {
-        let ipv4Everything = settings.address == nil || settings.routes == nil
-        let ipv6Everything = settings.ipv6.map { $0.routes == nil } ?? true
         return DNSPlan.decide(
             mode: options.dns, servers: settings.dnsServers, searchDomains: settings.searchDomains, matchDomains: settings.matchDomains,
-            matchDomainsNoSearch: settings.matchDomainsNoSearch, tunnelCarriesEverything: options.applyRoutes && ipv4Everything && ipv6Everything)
+            matchDomainsNoSearch: settings.matchDomainsNoSearch, tunnelCarriesEverything: options.applyRoutes && settings.carriesEverything)
     }
 
     /// Opens the IP flow with the device as its local end; returns the pushed configuration.
@@ -305,12 +336,18 @@ public final class IPTunnelSession: Sendable {
         }
     }
 
-    /// Removes the routes, addresses and DNS settings, and the device.
+    /// Removes the routes, addresses and DNS settings, then the kill switch, and the device.
     public func stop() {
         do {
             try network.undoAll()
         } catch {
             logger.warning("could not undo all network settings", metadata: ["reason": "\(error)"])
+        }
+        do {
+            try guardrail.undoAll()
+            if killSwitch != nil { logger.notice("kill switch removed") }
+        } catch {
+            logger.warning("could not remove the kill switch", metadata: ["reason": "\(error)"])
         }
         device.close()
         logger.notice("IP tunnel on \(deviceName) removed")

@@ -3,6 +3,10 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A client's tunnel to a server: the TCP (and TLS) connection, its
 /// multiplexer in the client role, and the server's configuration, fetched
 /// right after connecting (so an idle client is never cut off, PROTOCOL.md B5).
@@ -23,6 +27,10 @@ public final class TunnelClientConnection: Sendable {
         public var liveness = LivenessMonitor.Policy.client
         /// Login and password for servers that require them (PROTOCOL.md B2).
         public var credentials: (login: String, password: String)?
+        /// SO_MARK for the tunnel's socket, which the kill switch lets out (`KillSwitchRules.socketMark`).
+        public var socketMark: UInt32?
+        /// Looks up `host`; nil: the system's resolver. (For tests: a name that resolves only once.)
+        public var resolver: (@Sendable (EventLoop) -> any Resolver & Sendable)?
 
         public init(host: String, port: Int, tls: TLSContext?) {
             self.host = host
@@ -32,13 +40,21 @@ public final class TunnelClientConnection: Sendable {
     }
 
     public let channel: Channel
+    /// Where the server was reached, taken once the connection was up: SwiftNIO
+    /// forgets `channel.remoteAddress` when the channel closes, and a
+    /// reconnection must go back here rather than look the name up through a
+    /// full tunnel's DNS, which is out of reach while the tunnel is down.
+    public let serverAddress: SocketAddress?
     public var eventLoop: EventLoop { channel.eventLoop }
     /// The server's configuration as fetched when the tunnel came up.
     public let serverConfiguration: [String: PropertyListValue]
     private let multiplexerBox: NIOLoopBound<TunnelMultiplexer>
 
-    private init(channel: Channel, multiplexer: NIOLoopBound<TunnelMultiplexer>, serverConfiguration: [String: PropertyListValue]) {
+    private init(
+        channel: Channel, serverAddress: SocketAddress?, multiplexer: NIOLoopBound<TunnelMultiplexer>, serverConfiguration: [String: PropertyListValue]
+    ) {
         self.channel = channel
+        self.serverAddress = serverAddress
         self.multiplexerBox = multiplexer
         self.serverConfiguration = serverConfiguration
     }
@@ -52,9 +68,15 @@ public final class TunnelClientConnection: Sendable {
         let tlsFailure = NIOLockedValueBox<TLSError?>(nil)
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(settings.connectTimeout)
+            .resolver(settings.resolver?(eventLoop))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try TunnelSocketOptions.apply(to: channel)
+                    if let mark = settings.socketMark {
+                        // Before the connect: the SYN is the first packet the kill switch must let out.
+                        try channel.syncOptions?.setOption(
+                            ChannelOptions.Types.SocketOption(level: .socket, name: NIOBSDSocket.Option(rawValue: SO_MARK)), value: Int(mark))
+                    }
                     let pipeline = channel.pipeline.syncOperations
                     if let tls = settings.tls {
                         try pipeline.addHandler(TLSHandler(context: tls, serverName: settings.serverName ?? settings.host, logger: logger))
@@ -81,13 +103,19 @@ public final class TunnelClientConnection: Sendable {
             }
         let channel: Channel
         do {
-            channel = try await bootstrap.connect(host: settings.host, port: settings.port).get()
+            // An address (a reconnection's) is connected to as it is: no resolver is asked about it.
+            if let address = try? SocketAddress(ipAddress: settings.host, port: settings.port) {
+                channel = try await bootstrap.connect(to: address).get()
+            } else {
+                channel = try await bootstrap.connect(host: settings.host, port: settings.port).get()
+            }
         } catch {
             activePromise.fail(error)
             loginPromise.fail(error)
             configurationPromise.fail(error)
             throw TunnelConnectError(error, host: settings.host, port: settings.port)
         }
+        let serverAddress = channel.remoteAddress
         channel.closeFuture.whenComplete { _ in
             activePromise.fail(TunnelClosedError())
             loginPromise.fail(TunnelClosedError())
@@ -115,7 +143,7 @@ public final class TunnelClientConnection: Sendable {
             // A failed TLS handshake closes the tunnel: say why.
             throw tlsFailure.withLockedValue { $0 } ?? error
         }
-        return TunnelClientConnection(channel: channel, multiplexer: multiplexer, serverConfiguration: configuration)
+        return TunnelClientConnection(channel: channel, serverAddress: serverAddress, multiplexer: multiplexer, serverConfiguration: configuration)
     }
 
     private static func fetchConfiguration(
@@ -148,6 +176,19 @@ public final class TunnelClientConnection: Sendable {
     }
 
     public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
+}
+
+extension TunnelClientConnection.Settings {
+    /// The settings for bringing a lost tunnel back: to `address`, where the
+    /// last tunnel went (nil: none known, the name again), still verifying
+    /// and sending as SNI the name the user gave.
+    public func reconnecting(to address: String?) -> Self {
+        guard let address else { return self }
+        var settings = self
+        settings.serverName = serverName ?? host
+        settings.host = address
+        return settings
+    }
 }
 
 /// The server refused the login: trying again with the same password cannot help.

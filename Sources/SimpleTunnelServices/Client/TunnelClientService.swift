@@ -81,7 +81,10 @@ public struct TunnelClientService: Service, CustomStringConvertible {
                 if offersNeedTunnel {
                     offers = try await startOffers(current, status)
                 }
+                // Where the tunnel went last; kept over attempts whose tunnel never told (none should).
+                var serverAddress: String?
                 while let up = tunnel {
+                    serverAddress = up.serverAddress?.ipAddress ?? serverAddress
                     let upSince = NIODeadline.now()
                     try? await up.closeFuture.get()
                     current.set(nil)
@@ -96,7 +99,7 @@ public struct TunnelClientService: Service, CustomStringConvertible {
                         logger.warning("\(warning)", metadata: ["server": "\(status.server)"])
                     }
                     guard let next = try await bringUp(
-                        current: current, offers: offers, afterLoss: true, stopped: stopped.futureResult, address: up.channel.remoteAddress?.ipAddress,
+                        current: current, offers: offers, afterLoss: true, stopped: stopped.futureResult, address: serverAddress,
                         earlierLosses: shortLived.inARow - 1
                     ) else { return }
                     shortLived.reconnected(attempts: next.attempts)
@@ -123,8 +126,8 @@ public struct TunnelClientService: Service, CustomStringConvertible {
 
     /// Connects, carries `offers` over to the new tunnel and makes it current.
     /// Failed attempts are retried with backoff (the first one at once),
-    /// unless reconnection is off or the failure is one no retry can cure
-    /// (a refused login, an untrusted certificate). Nil when stopped meanwhile.
+    /// unless reconnection is off or, before any tunnel was up, the failure is
+    /// one no retry can cure (`ReconnectFailure`). Nil when stopped meanwhile.
     ///
     /// `address` is where the lost tunnel went: reconnections go there, not to
     /// the name again, because while a full tunnel is down its DNS servers are
@@ -137,11 +140,7 @@ public struct TunnelClientService: Service, CustomStringConvertible {
         current: CurrentTunnel, offers: [LocalOffer], afterLoss: Bool, stopped: EventLoopFuture<Void>, address: String? = nil,
         earlierLosses: Int = 0
     ) async throws -> (tunnel: TunnelClientConnection, attempts: Int)? {
-        var settings = self.settings
-        if let address {
-            settings.serverName = settings.serverName ?? settings.host
-            settings.host = address
-        }
+        let settings = self.settings.reconnecting(to: address)
         var generator = SystemRandomNumberGenerator()
         var attempt = 0
         while true {
@@ -166,26 +165,14 @@ public struct TunnelClientService: Service, CustomStringConvertible {
             } catch {
                 await candidate?.close()
                 status.failed(error)
-                guard reconnect != nil, !Self.isPermanent(error) else { throw error }
+                guard reconnect != nil, case .retry(let reason) = ReconnectFailure.decide(error, afterLoss: afterLoss) else { throw error }
                 if error is TunnelLoginUnavailableError {
                     // Said plainly: the operator's database is away, the user's login is not wrong.
                     logger.warning("the server cannot check logins now (its database is unavailable); retrying", metadata: ["attempt": "\(attempt)"])
                     continue
                 }
-                let reason = afterLoss ? ReconnectFailure.reason(error) : "\(error)"
                 logger.notice("could not bring the tunnel up; trying again", metadata: ["attempt": "\(attempt)", "reason": "\(reason)"])
             }
-        }
-    }
-
-    /// Failures that another attempt with the same settings cannot cure; a login
-    /// the server could not check now (`TunnelLoginUnavailableError`) is not one.
-    static func isPermanent(_ error: Error) -> Bool {
-        switch error {
-        case is TunnelLoginRefusedError: return true
-        case is TunnelLoginUnavailableError: return false
-        case let error as TLSError: return error.isPermanent
-        default: return false
         }
     }
 

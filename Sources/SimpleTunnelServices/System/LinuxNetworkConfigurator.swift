@@ -136,6 +136,16 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
         }
     }
 
+    // MARK: Firewall
+
+    /// Loads `script`, an nft script that defines the table `family name`,
+    /// as one transaction; undo deletes the table.
+    public func loadFirewallTable(family: String, name: String, script: String) throws(NetworkConfigurationError) {
+        try locked { () throws(NetworkConfigurationError) in
+            try apply(inNamespace(["nft", script]), undo: inNamespace(["nft", "delete", "table", family, name]))
+        }
+    }
+
     // MARK: IPv6
 
     /// Adds `address/prefixLength` to `device`, usable at once: duplicate

@@ -11,6 +11,8 @@ enum UndoStep: Sendable, CustomStringConvertible {
         "No such device",
         "No such process",
         "Cannot assign requested address",
+        // nft, for a table that is gone
+        "No such file or directory",
     ]
 
     func perform(with runner: CommandRunning) throws(NetworkConfigurationError) {

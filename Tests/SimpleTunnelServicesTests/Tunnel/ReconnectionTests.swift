@@ -209,6 +209,117 @@ struct ReconnectionTests {
         try await group.shutdownGracefully()
     }
 
+    @Test func anUntrustedCertificateAfterTheTunnelWasUpIsRetriedUntilTheRealServerIsBack() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let server = try await RestartableServer(group: group)
+        try await server.start()
+        let service = TunnelClientService(settings: try server.clientSettings(), group: group, logger: TunnelFixture.logger, reconnect: Self.quickBackoff) { _, _ in [] }
+        let run = Task { try await service.run() }
+        for _ in 0..<250 where service.status.state != .connected {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(service.status.state == .connected)
+
+        // Someone else answers on the server's port, with a certificate the client does not trust.
+        await server.stop()
+        let impostorIdentity = try SelfSignedIdentity.loadOrCreate(directory: NSTemporaryDirectory() + "impostor-\(UUID().uuidString)")
+        let impostor = try await RestartableServer.startServer(port: server.port, group: group, identity: impostorIdentity, users: nil)
+        var refusedImpostor = false
+        for _ in 0..<250 where !refusedImpostor {
+            refusedImpostor = await service.status.snapshot().lastError?.contains(impostorIdentity.sha256FingerprintHex) == true
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let impostorError = await service.status.snapshot().lastError
+        #expect(refusedImpostor, "the client never met the impostor: \(String(describing: impostorError))")
+        // It keeps trying (several backoff rounds later it still runs, reasserting) instead of giving up and exiting.
+        try await Task.sleep(for: .seconds(1))
+        #expect(service.status.state == .reasserting)
+
+        // The real server returns: the client is back on it.
+        await impostor.shutdown()
+        try await server.start()
+        for _ in 0..<250 where service.status.state != .connected {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(service.status.state == .connected)
+        service.status.requestStop()
+        try await run.value
+        await server.stop()
+        server.remove()
+        try? FileManager.default.removeItem(atPath: impostorIdentity.directory)
+        try await group.shutdownGracefully()
+    }
+
+    /// Answers a name with the loopback address the first time only, as a full
+    /// tunnel's DNS does once the tunnel is down: out of reach.
+    final class AnswersOnce: Resolver, Sendable {
+        let eventLoop: EventLoop
+        let lookups: NIOLockedValueBox<Int>
+
+        init(eventLoop: EventLoop, lookups: NIOLockedValueBox<Int>) {
+            self.eventLoop = eventLoop
+            self.lookups = lookups
+        }
+
+        func initiateAQuery(host: String, port: Int) -> EventLoopFuture<[SocketAddress]> {
+            let first = lookups.withLockedValue { count in
+                count += 1
+                return count == 1
+            }
+            guard first else { return eventLoop.makeFailedFuture(ChannelError.connectTimeout(.seconds(5))) }
+            return eventLoop.makeCompletedFuture { [try SocketAddress(ipAddress: "127.0.0.1", port: port)] }
+        }
+
+        func initiateAAAAQuery(host: String, port: Int) -> EventLoopFuture<[SocketAddress]> {
+            eventLoop.makeSucceededFuture([])
+        }
+
+        func cancelQueries() {}
+    }
+
+    @Test func aClientStartedByNameReconnectsToTheAddressItHadWhenTheNameNoLongerResolves() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let server = try await RestartableServer(group: group)
+        try await server.start()
+        var settings = try server.clientSettings(host: "vpn.test")
+        let lookups = NIOLockedValueBox(0)
+        settings.resolver = { AnswersOnce(eventLoop: $0, lookups: lookups) }
+        let service = TunnelClientService(settings: settings, group: group, logger: TunnelFixture.logger, reconnect: Self.quickBackoff) { _, _ in [] }
+        let run = Task { try await service.run() }
+        for _ in 0..<250 where service.status.state != .connected {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(service.status.state == .connected)
+
+        await server.stop()
+        for _ in 0..<250 where service.status.state != .reasserting {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        try await server.start()
+        for _ in 0..<250 where service.status.state != .connected {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let lastError = await service.status.snapshot().lastError
+        #expect(service.status.state == .connected, "\(String(describing: lastError))")
+        #expect(lookups.withLockedValue { $0 } == 1, "the name was looked up again")
+        service.status.requestStop()
+        try await run.value
+        await server.stop()
+        server.remove()
+        try await group.shutdownGracefully()
+    }
+
+    @Test func aReconnectionGoesToTheAddressAndStillVerifiesTheName() {
+        let settings = TunnelClientConnection.Settings(host: "vpn.example", port: 4433, tls: nil)
+        let again = settings.reconnecting(to: "192.0.2.7")
+        #expect(again.host == "192.0.2.7" && again.serverName == "vpn.example" && again.port == 4433)
+        var named = settings
+        named.serverName = "other.example"
+        #expect(named.reconnecting(to: "192.0.2.7").serverName == "other.example")
+        #expect(settings.reconnecting(to: nil).host == "vpn.example")
+    }
+
     /// The same numbers every time, for checking the backoff's bounds.
     struct SeededGenerator: RandomNumberGenerator {
         var state: UInt64
@@ -286,5 +397,27 @@ struct ReconnectFailureTests {
         #expect(!reason.contains("--plaintext"), "\(reason)")
         let other = TLSError.pinnedCertificateMismatch(presented: "ab12")
         #expect(ReconnectFailure.reason(other) == "\(other)")
+    }
+
+    @Test func beforeTheFirstTunnelAnUntrustedServerOrARefusedLoginEndsTheClient() {
+        #expect(ReconnectFailure.decide(TLSError.pinnedCertificateMismatch(presented: "ab12"), afterLoss: false) == .giveUp)
+        #expect(ReconnectFailure.decide(TunnelLoginRefusedError(login: "alice"), afterLoss: false) == .giveUp)
+        #expect(ReconnectFailure.decide(TunnelClosedError(), afterLoss: false) != .giveUp)
+    }
+
+    @Test func afterATunnelWasUpEveryFailureIsRetriedSoNothingFailsOpen() {
+        let failures: [any Error] = [
+            TLSError.pinnedCertificateMismatch(presented: "ab12"), TLSError.serverNameMismatch(expected: "vpn.example", certificateNames: ["evil.example"]),
+            TunnelLoginRefusedError(login: "alice"), TLSHandshakeFailureRecorder.closedHint, TunnelClosedError(),
+        ]
+        for failure in failures {
+            guard case .retry(let reason) = ReconnectFailure.decide(failure, afterLoss: true) else {
+                Issue.record("\(failure) ends the client after a loss")
+                continue
+            }
+            #expect(!reason.isEmpty)
+        }
+        guard case .retry(let reason) = ReconnectFailure.decide(TLSError.pinnedCertificateMismatch(presented: "ab12"), afterLoss: true) else { return }
+        #expect(reason.contains("posing as it"), "\(reason)")
     }
 }

@@ -23,12 +23,15 @@ public struct TunnelClientStatus: Sendable, Codable, Equatable {
     public var lastError: String?
     /// Tunnels brought back after a loss since the client started.
     public var reconnections: Int = 0
+    /// The kill switch, when one is up (`KillSwitchRules.summary`).
+    public var killSwitch: String?
 
     /// The lines people read.
     public var text: String {
         var lines = ["state: \(state.rawValue)", "server: \(server)"]
         if let tlsVersion { lines.append("tls: \(tlsVersion) \(tlsCipher ?? "")") }
         if let lease { lines.append("lease: \(lease)") }
+        if let killSwitch { lines.append("kill switch: \(killSwitch)") }
         lines.append("open flows: \(openFlows)")
         lines.append("bytes: \(bytesSent) sent, \(bytesReceived) received")
         if let uptimeSeconds { lines.append("uptime: \(Int(uptimeSeconds)) s") }
@@ -46,6 +49,7 @@ public final class TunnelClientStatusBoard: Sendable {
         var tunnel: TunnelClientConnection?
         var connectedAt: NIODeadline?
         var lease: String?
+        var killSwitch: String?
         var lastError: String?
         var stopRequested = false
         var onStop: [@Sendable () -> Void] = []
@@ -94,6 +98,10 @@ public final class TunnelClientStatusBoard: Sendable {
         fields.withLockedValue { $0.lease = lease }
     }
 
+    public func setKillSwitch(_ summary: String?) {
+        fields.withLockedValue { $0.killSwitch = summary }
+    }
+
     func failed(_ error: Error) {
         fields.withLockedValue { $0.lastError = String(describing: error) }
     }
@@ -115,7 +123,7 @@ public final class TunnelClientStatusBoard: Sendable {
         let fields = self.fields.withLockedValue { $0 }
         var status = TunnelClientStatus(
             state: fields.state, server: server, lease: fields.lease, openFlows: 0, bytesSent: 0, bytesReceived: 0,
-            lastError: fields.lastError, reconnections: fields.reconnections)
+            lastError: fields.lastError, reconnections: fields.reconnections, killSwitch: fields.killSwitch)
         if let connectedAt = fields.connectedAt, fields.state == .connected {
             status.uptimeSeconds = Double((NIODeadline.now() - connectedAt).nanoseconds) / 1e9
         }

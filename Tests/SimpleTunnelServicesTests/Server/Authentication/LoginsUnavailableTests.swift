@@ -70,9 +70,9 @@ struct LoginsUnavailableTests {
         } catch {
             #expect(error is TunnelLoginUnavailableError, "\(error)")
             #expect("\(error)".contains("the server cannot check logins now (its database is unavailable)"))
-            #expect(!TunnelClientService.isPermanent(error))
+            #expect(!ReconnectFailure.isPermanent(error))
         }
-        #expect(TunnelClientService.isPermanent(TunnelLoginRefusedError(login: "alice")), "a wrong login is still final")
+        #expect(ReconnectFailure.isPermanent(TunnelLoginRefusedError(login: "alice")), "a wrong login is still final")
         await fixture.stop()
     }
 

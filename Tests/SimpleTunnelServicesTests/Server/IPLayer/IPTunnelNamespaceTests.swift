@@ -460,7 +460,7 @@ struct IPTunnelNamespaceTests {
         let server = try #require(vpn.serverProcess)
         _ = await server.waitForOutput(containing: "running as nobody", timeout: 10)
         let namespace = try vpn.clientNamespace(1)
-        let client = try await vpn.startClient(in: namespace, serverAddress: "198.18.11.1", device: "stun1", arguments: ["--run-as", "nobody"])
+        let client = try await vpn.startClient(in: namespace, serverAddress: "198.18.11.1", device: "stun1", arguments: ["--run-as", "nobody", "--kill-switch", "off"])
         _ = await client.waitForOutput(containing: "running as nobody", timeout: 10)
 
         let netAdmin: UInt64 = 1 << 12

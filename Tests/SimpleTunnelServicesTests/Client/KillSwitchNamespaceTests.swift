@@ -1,0 +1,89 @@
+import Foundation
+import NIOPosix
+import Testing
+@testable import SimpleTunnelServices
+
+/// The kill switch against TunnelVision: the server's namespace plays the LAN
+/// router too, and counts what reaches it for the probed networks outside the tunnel.
+@Suite("Kill switch in network namespaces", .serialized, .timeLimit(.minutes(3)))
+struct KillSwitchNamespaceTests {
+    static var isAvailable: Bool {
+        NetworkNamespaceLab.isAvailable && TestRequirements.met(SystemCommandRunner().locate("nft") != nil, "nft (nftables)")
+    }
+
+    /// Packets the router's probe counted for `network`, arriving from the client's link.
+    func counted(_ network: String, in vpn: VPNLab) throws -> Int {
+        let listing = try vpn.lab.run(in: vpn.server, ["nft", "list", "chain", "inet", "probe", "in"]).standardOutput
+        guard let line = listing.split(separator: "\n").first(where: { $0.contains(network) }) else { return -1 }
+        let words = line.split(separator: " ")
+        guard let index = words.firstIndex(of: "packets"), index + 1 < words.count else { return -1 }
+        return Int(words[index + 1]) ?? -1
+    }
+
+    @Test(.enabled(if: KillSwitchNamespaceTests.isAvailable, "needs root, /dev/net/tun, ip netns and nft"))
+    func aMoreSpecificLANRouteSendsNothingInTheClearAndAllowLANOpensOnlyItsRange() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer(pushRoutes: false)
+        let client = try vpn.clientNamespace(1)
+        let process = try await vpn.startClient(
+            in: client, serverAddress: "198.18.11.1", device: "stun1", arguments: ["--allow-lan", "203.0.113.0/24"])
+        try vpn.lab.run(in: vpn.server, [
+            "nft",
+            """
+            table inet probe {
+              chain in {
+                type filter hook prerouting priority -300;
+                iifname "cl1" ip daddr 198.51.100.0/24 counter
+                iifname "cl1" ip daddr 203.0.113.0/24 counter
+              }
+            }
+            """,
+        ])
+        // TunnelVision: the LAN's router pushes routes more specific than the tunnel's /1s.
+        for network in ["198.51.100.0/24", "203.0.113.0/24"] {
+            try vpn.lab.run(in: client, ["ip", "route", "add", network, "via", "198.18.11.1", "dev", "uplink"])
+        }
+        _ = try vpn.lab.run(in: client, ["ping", "-c", "3", "-i", "0.2", "-W", "1", "198.51.100.7"], check: false)
+        _ = try vpn.lab.run(in: client, ["ping", "-c", "3", "-i", "0.2", "-W", "1", "203.0.113.7"], check: false)
+        #expect(try counted("198.51.100.0/24", in: vpn) == 0, "a packet left on the LAN outside the tunnel:\n\(process.outputSoFar)")
+        #expect(try counted("203.0.113.0/24", in: vpn) >= 3, "--allow-lan did not let its network through")
+
+        let control = vpn.controlPath("stun1")
+        let status = try await ControlClient.request("status", path: control, group: MultiThreadedEventLoopGroup.singleton).status
+        #expect(status?.killSwitch?.contains("simpletunnel_client_stun1") == true, "\(String(describing: status))")
+        // The tunnel itself still works.
+        let ping = try vpn.lab.run(in: client, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+        #expect(ping.status == 0, "ping through the tunnel failed: \(ping.standardOutput)\n\(process.outputSoFar)")
+
+        // While the server is away, the kill switch holds, and the client is back when it returns.
+        await vpn.stopServer()
+        _ = await process.waitForOutput(containing: "tunnel lost", timeout: 20)
+        _ = try vpn.lab.run(in: client, ["ping", "-c", "2", "-i", "0.2", "-W", "1", "198.51.100.7"], check: false)
+        #expect(try counted("198.51.100.0/24", in: vpn) == 0)
+        let table = try vpn.lab.run(in: client, ["nft", "list", "tables"]).standardOutput
+        #expect(table.contains("simpletunnel_client_stun1"), "\(table)")
+        try await vpn.restartServer(pushRoutes: false)
+        #expect(await process.waitForOutput(containing: "tunnel up again", timeout: 30) != nil, "\(process.outputSoFar)")
+        let again = try vpn.lab.run(in: client, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+        #expect(again.status == 0, "ping after the restart failed: \(again.standardOutput)\n\(process.outputSoFar)")
+
+        // A clean stop removes the table with the routes.
+        _ = try await ControlClient.request("stop", path: control, group: MultiThreadedEventLoopGroup.singleton)
+        let result = await process.finish(timeout: 20)
+        #expect(result.status == 0, "\(result.output)")
+        let after = try vpn.lab.run(in: client, ["nft", "list", "tables"]).standardOutput
+        #expect(!after.contains("simpletunnel_client"), "\(after)")
+    }
+
+    @Test(.enabled(if: KillSwitchNamespaceTests.isAvailable, "needs root, /dev/net/tun, ip netns and nft"))
+    func aSplitTunnelGetsNoKillSwitch() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer(pushRoutes: true)
+        let client = try vpn.clientNamespace(1)
+        _ = try await vpn.startClient(in: client, serverAddress: "198.18.11.1", device: "stun1")
+        let tables = try vpn.lab.run(in: client, ["nft", "list", "tables"]).standardOutput
+        #expect(!tables.contains("simpletunnel_client"), "\(tables)")
+    }
+}
