@@ -41,7 +41,8 @@ struct ControlAnswerDeadlineTests {
         #expect(reported == path && program == "tunnel-client" && seconds == 0.3)
         #expect(failure?.description.contains("gave no answer in 0.3 s") == true, "\(String(describing: failure))")
         #expect(accepted.count.withLock { $0 } == 1)
-        #expect(waited >= .milliseconds(300) && waited < .seconds(10), "\(waited)")
+        // Well under the suite's minute, though a full parallel run on two cores may delay the timer's wake-up by seconds.
+        #expect(waited >= .milliseconds(300) && waited < .seconds(40), "\(waited)")
     }
 }
 
