@@ -20,7 +20,8 @@ What is replaced, and why, is printed with each command:
   - `...` stands for options the README leaves to the reader (named here);
   - `/etc/simpletunnel` is a temporary folder, and `--owner simpletunnel`
     is `--owner nobody` (no such user here);
-  - of `[--tun stun1] [--no-routes] [--dns]`, `--tun stun1 --no-routes`
+  - of `[--tun stun1] [--no-routes] [--dns] [--kill-switch off] [--allow-lan …]`,
+    `--tun stun1 --no-routes`
     (one namespace holds both ends, so routing everything would loop).
   - in the several-servers section, `sudo -u postgres` is `runuser -u
     postgres --` against a throwaway cluster (initdb in a temporary folder,
@@ -334,7 +335,7 @@ def certificates_and_vpn(run, commands):
     else:
         print("(nft is not installed here: the NAT lines are not run)")
     client_text = run.adapt(command("sudo tunnel-client ip --server vpn.example.com:4433", commands),
-                            [("[--tun stun1] [--no-routes] [--dns]", "--tun stun1 --no-routes")])
+                            [("[--tun stun1] [--no-routes] [--dns] [--kill-switch off] [--allow-lan 192.168.1.0/24]", "--tun stun1 --no-routes")])
     client, _ = run.start(client_text, lambda log: "tunnel up" in log, "vpn-client")
     status = eventually(lambda: (lambda s: s if "on stun1" in s else None)(run.shell("tunnel-client status")),
                         "a lease on stun1")
