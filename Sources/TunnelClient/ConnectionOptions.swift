@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import Logging
 import NIOCore
@@ -86,12 +87,15 @@ struct ConnectionOptions: ParsableArguments {
         return options
     }
 
+    /// The program's logger; the logging system is set up by the first call (swift-log allows one).
     func makeLogger() -> Logger {
         let level = logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = JournalLogHandler(label: label)
-            handler.logLevel = level
-            return handler
+        LoggingBootstrap.once {
+            LoggingSystem.bootstrap { label in
+                var handler = JournalLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
         }
         return Logger(label: "tunnel-client")
     }
@@ -133,5 +137,19 @@ struct ConnectionOptions: ParsableArguments {
             logger.critical("\(userFacing(error))")
             throw ExitCode(1)
         }
+    }
+}
+
+/// swift-log's bootstrap may run once per process; `ip` logs before its connection does.
+private enum LoggingBootstrap {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var done = false
+
+    static func once(_ body: () -> Void) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !done else { return }
+        done = true
+        body()
     }
 }

@@ -59,6 +59,15 @@ struct IP: AsyncParsableCommand {
         help: "A network the kill switch lets out directly, e.g. 192.168.1.0/24 for a printer (repeatable). Hosts there see that traffic in the clear.")
     var allowLAN: [String] = []
 
+    @Option(
+        name: .customLong("state-directory"),
+        help: """
+            Where the client keeps what it changed outside its device (routes, the kill switch, resolv.conf), so that after a crash \
+            the next start, or `tunnel-client cleanup`, removes it. Default: /run/simpletunnel-client for root, else \
+            $XDG_RUNTIME_DIR/simpletunnel or /tmp/simpletunnel-UID.
+            """)
+    var stateDirectory: String?
+
     func validate() throws {
         for network in allowLAN {
             do { _ = try IPNetworkChoice(parsing: network) } catch { throw ValidationError("--allow-lan \(network): \(error)") }
@@ -77,12 +86,26 @@ struct IP: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let logger = connection.makeLogger()
         // Before connecting: a client that cannot create its device has no business with the server.
         do {
             try IPTunnelPreflight.check(deviceName: tun)
         } catch {
-            connection.makeLogger().critical("\(error)")
+            logger.critical("\(error)")
             throw ExitCode(1)
+        }
+        // What a client that crashed left behind goes first; then this one's changes are kept as they are made.
+        let folder = stateDirectory ?? NetworkUndoJournal.defaultFolder()
+        let journal: NetworkUndoJournal
+        do {
+            Cleanup.log(try NetworkLeftovers.clean(folder: folder), logger: logger)
+            journal = try NetworkUndoJournal.create(in: folder)
+        } catch {
+            logger.critical("\(error)")
+            throw ExitCode(1)
+        }
+        defer {
+            if let kept = journal.finish() { logger.warning("\(kept)") }
         }
         var options = IPTunnelOptions()
         options.deviceName = tun
@@ -92,6 +115,7 @@ struct IP: AsyncParsableCommand {
         options.offerSuperPackets = !noSuperPackets
         options.killSwitch = killSwitch == .on
         options.allowedLAN = try allowLAN.map { try IPNetworkChoice(parsing: $0) }
+        options.journal = journal
         let ipOptions = options
         // Changing and undoing routes needs CAP_NET_ADMIN; restoring /etc/resolv.conf needs to write root's file.
         let capabilities: Set<Privileges.Capability> = dns != .off ? [.netAdmin, .dacOverride] : [.netAdmin]

@@ -26,7 +26,7 @@ struct TunnelClientCommand: AsyncParsableCommand {
         abstract: "Open a SimpleTunnel tunnel and offer it locally: port forwards, a SOCKS5 proxy, the server's configuration.",
         discussion: "Every subcommand also takes --profile FILE (from `tunnel-server profile`): its server, pin, login and DNS mode, which options given after it override.",
         version: SimpleTunnelVersion.current,
-        subcommands: [Forward.self, Socks.self, IP.self, Config.self, Status.self, Stop.self]
+        subcommands: [Forward.self, Socks.self, IP.self, Config.self, Status.self, Stop.self, Cleanup.self]
     )
 }
 

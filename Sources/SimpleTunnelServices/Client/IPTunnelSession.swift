@@ -19,6 +19,8 @@ public struct IPTunnelOptions: Sendable {
     public var killSwitch = true
     /// Networks the kill switch lets out directly (`--allow-lan`).
     public var allowedLAN: [IPNetworkChoice] = []
+    /// Where what is changed outside the device is kept for after a crash (`NetworkLeftovers`); nil keeps nothing.
+    public var journal: NetworkUndoJournal?
 
     public init() {}
 }
@@ -172,8 +174,8 @@ public final class IPTunnelSession: Sendable {
     public static func start(tunnel: TunnelClientConnection, options: IPTunnelOptions, logger: Logger) async throws -> IPTunnelSession {
         let device = try TUNDevice.open(name: options.deviceName, logger: logger)
         let link = try await tunnel.eventLoop.submit { NIOLoopBound(DeviceLink(device: device, eventLoop: tunnel.eventLoop), eventLoop: tunnel.eventLoop) }.get()
-        let network = LinuxNetworkConfigurator(logger: logger)
-        let guardrail = LinuxNetworkConfigurator(logger: logger)
+        let network = LinuxNetworkConfigurator(journal: options.journal.map { ($0, .network) }, logger: logger)
+        let guardrail = LinuxNetworkConfigurator(journal: options.journal.map { ($0, .guardrail) }, logger: logger)
         do {
             let settings = try IPTunnelSettings(configuration: try await openFlow(tunnel: tunnel, link: link, options: options))
             // Before the routes: from the moment the tunnel carries everything, nothing gets around it.

@@ -29,13 +29,32 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
     private let runner: CommandRunning
     private let logger: Logger
     private let lock = NIOLock()
-    private var undoSteps: [UndoStep] = []
+    private var undoSteps: [UndoStep] = [] {
+        didSet { writeJournal() }
+    }
+    /// Where the undo steps are kept for after a crash (`NetworkUndoJournal`), and under which part.
+    private let journal: (NetworkUndoJournal, NetworkUndoJournal.Section)?
 
-    public init(namespace: String? = nil, dnsMethod: DNSMethod = .automatic, runner: CommandRunning = SystemCommandRunner(), logger: Logger = Logger(label: "simpletunnel.network")) {
+    public init(
+        namespace: String? = nil, dnsMethod: DNSMethod = .automatic, runner: CommandRunning = SystemCommandRunner(),
+        journal: (NetworkUndoJournal, NetworkUndoJournal.Section)? = nil, logger: Logger = Logger(label: "simpletunnel.network")
+    ) {
         self.namespace = namespace
         self.dnsMethod = dnsMethod
         self.runner = runner
+        self.journal = journal
         self.logger = logger
+    }
+
+    /// Called with the lock held, whenever the steps change.
+    private func writeJournal() {
+        guard let (journal, section) = journal else { return }
+        do throws(NetworkConfigurationError) {
+            try journal.record(section, steps: undoSteps)
+        } catch {
+            // The settings themselves are in place; only a crash's cleanup would miss them.
+            logger.warning("cannot keep the undo journal; after a crash, these settings would need removing by hand", metadata: ["reason": "\(error)"])
+        }
     }
 
     /// Undo actions waiting for `undoAll()`, newest last, as commands one could run by hand.
@@ -283,13 +302,18 @@ public final class LinuxNetworkConfigurator: @unchecked Sendable {
     public func undoAll() throws(NetworkConfigurationError) {
         let failures: [NetworkConfigurationError] = lock.withLock {
             var failures: [NetworkConfigurationError] = []
-            while let step = undoSteps.popLast() {
+            var failed: [UndoStep] = []
+            for step in undoSteps.reversed() {
                 do throws(NetworkConfigurationError) {
                     try step.perform(with: runner)
                 } catch {
                     failures.append(error)
+                    failed.insert(step, at: 0)
                 }
             }
+            // Forgotten here; the journal keeps the failed ones for `tunnel-client cleanup`.
+            undoSteps = []
+            if !failed.isEmpty, let (journal, section) = journal { try? journal.record(section, steps: failed) }
             return failures
         }
         guard failures.isEmpty else { throw .undoIncomplete(failures) }

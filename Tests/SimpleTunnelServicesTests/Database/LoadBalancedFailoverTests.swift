@@ -120,7 +120,7 @@ final class LoadBalancedLab: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: passwordFile, contents: Data("\(password)\n".utf8), attributes: [.posixPermissions: 0o600])
         let process = try lab.start(in: client, [
             BuiltPrograms.tunnelClient, "ip", "--server", "198.18.1.1:4433", "--ca", pki.caFile, "--server-name", "localhost",
-            "--user", login, "--password-file", passwordFile, "--tun", "stun1", "--control", directory + "/control.sock",
+            "--user", login, "--password-file", passwordFile, "--tun", "stun1", "--control", directory + "/control.sock", "--state-directory", directory + "/client-state",
         ])
         let output = await process.waitForOutput(containing: "IP tunnel up", timeout: 30)
         try #require(output != nil, "the client did not come up:\n\(process.outputSoFar)")

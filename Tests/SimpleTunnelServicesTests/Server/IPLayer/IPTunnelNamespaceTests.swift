@@ -160,7 +160,7 @@ final class VPNLab {
             BuiltPrograms.tunnelClient, "ip", "--server", "\(serverAddress):4433", "--ca", pki.caFile,
             "--cert", pki.certificatePath(identity), "--key", pki.keyPath(identity), "--server-name", "localhost",
             "--tun", device, "--log-level", "info", "--control", controlPath(device),
-        ] + arguments)
+        ] + (arguments.contains("--state-directory") ? [] : ["--state-directory", directory + "/client-state"]) + arguments)
         if expectUp {
             let output = await process.waitForOutput(containing: "IP tunnel up", timeout: 20)
             #expect(output != nil, "the client did not come up:\n\(process.outputSoFar)\nserver:\n\(serverProcess?.outputSoFar ?? "")")
