@@ -53,7 +53,7 @@ extension PacketFlow {
     /// `startReading` by way of `startRouting`: the reader's batches hop to `eventLoop`.
     func startReadingThroughRouting(on eventLoop: EventLoop, _ deliver: @escaping @Sendable ([TunnelPacket]) -> Void) {
         startRouting { batch, handOff in
-            // A split super-packet can make more than one batch's worth.
+            // A UDP super-packet cut into its datagrams can make more than one batch's worth.
             if batch.count <= PacketFlowLimits.maximumBatchSize {
                 handOff.execute(on: eventLoop) { deliver(batch) }
             } else {
@@ -117,7 +117,7 @@ public struct PacketFlowCounters: Sendable, Hashable {
     public var bytesWritten = 0
     /// Packets given to `writePackets` that never reached the system.
     public var writeDrops = 0
-    /// TCP super-packets the kernel handed over and that were split (TUN offloads).
+    /// Super-packets the kernel handed over (TUN offloads): TCP ones go on whole, UDP ones are cut into datagrams.
     public var superPacketsRead = 0
     /// Writes that carried several packets coalesced into one super-packet (TUN offloads).
     public var superPacketsWritten = 0

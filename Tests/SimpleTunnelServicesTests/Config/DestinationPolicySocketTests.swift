@@ -4,7 +4,7 @@ import Testing
 
 /// The policy as a client meets it: TCP opens through a real server to a
 /// real listener on the server's loopback, names resolved by the system.
-@Suite("Destination policy on real sockets: the server's loopback")
+@Suite("Destination policy on real sockets: the server's loopback", .timeLimit(.minutes(1)))
 struct DestinationPolicySocketTests {
     /// The result of opening each host at the fixture's echo port, under `authorizer` (a policy, or the own-address guard).
     static func results(_ authorizer: any DestinationAuthorizer, hosts: [String]) async throws -> [String: TunnelConnectionOpenResult] {

@@ -34,8 +34,11 @@ enum LoopbackPeers {
             .get()
     }
 
-    /// Connects, sends `payload`, half-closes, and returns everything received until the peer's FIN.
-    static func exchange(_ payload: ByteBuffer, port: Int, group: EventLoopGroup, host: String = "127.0.0.1") async throws -> ByteBuffer {
+    /// Connects, sends `payload`, half-closes, and returns everything received
+    /// until the peer's FIN, or what came before `timeout`, when the connection is closed.
+    static func exchange(
+        _ payload: ByteBuffer, port: Int, group: EventLoopGroup, host: String = "127.0.0.1", timeout: TimeAmount = .seconds(60)
+    ) async throws -> ByteBuffer {
         let collector = CollectingHandler()
         let channel = try await ClientBootstrap(group: group)
             .channelOption(.allowRemoteHalfClosure, value: true)
@@ -47,6 +50,9 @@ enum LoopbackPeers {
             .connect(host: host, port: port)
             .get()
         let received = collector.promise(on: channel.eventLoop)
+        // A peer that never sends its FIN ends the exchange here rather than the test's time limit.
+        let deadline = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        defer { deadline.cancel() }
         try await channel.writeAndFlush(payload)
         try await channel.close(mode: .output)
         let result = try await received.get()

@@ -57,7 +57,7 @@ struct TunnelFixture {
     }
 }
 
-@Suite("Tunnel end to end")
+@Suite("Tunnel end to end", .timeLimit(.minutes(3)))
 struct TunnelEndToEndTests {
     @Test(arguments: [1, 1000, 70_000, 4 * 1024 * 1024])
     func echoThroughAForwardKeepsEveryByte(size: Int) async throws {

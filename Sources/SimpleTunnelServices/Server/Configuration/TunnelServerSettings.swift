@@ -3,8 +3,8 @@ import NIOCore
 /// The server's own settings, from the configuration's `Server` dictionary
 /// (PROTOCOL.md B4); never sent to a client.
 ///
-/// Every field is a `var` so the command line can override what the file
-/// says: load the file, then assign the flags that were given. Settings the
+/// Every field is a `var`: `TunnelServerLaunch.prepare` merges the defaults,
+/// then the file, then the command line's options into one value. Settings the
 /// file may leave out and that only the command knows how to default
 /// (`listenAddress`, `port`, the TLS files) are optional here.
 public struct TunnelServerSettings: Sendable, Hashable {

@@ -27,7 +27,7 @@ func ipv4Packet(
     return packet
 }
 
-@Suite("IP layer: pool, router, anti-spoofing")
+@Suite("IP layer: pool, router, anti-spoofing", .timeLimit(.minutes(2)))
 struct IPLayerTests {
     static func configuration(_ start: String, _ end: String) throws -> TunnelServerConfiguration {
         try TunnelServerConfiguration(propertyList: .dictionary([
