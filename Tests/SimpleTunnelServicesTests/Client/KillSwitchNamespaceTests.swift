@@ -76,6 +76,58 @@ struct KillSwitchNamespaceTests {
         #expect(!after.contains("simpletunnel_client"), "\(after)")
     }
 
+    /// TunnelCrack's LocalNet (the LAN's router owns an address the user meant to
+    /// reach through the tunnel, on a LAN prefix that covers it) and ServerIP (the
+    /// server's name leads to an address the attacker controls, which the client
+    /// must route outside the tunnel): nothing but the tunnel's own connection reaches it.
+    /// (With `--kill-switch off` the same probes count 9, 7 and 2 packets.)
+    @Test(.enabled(if: KillSwitchNamespaceTests.isAvailable, "needs root, /dev/net/tun, ip netns and nft"))
+    func localNetAndServerIPAttacksSendNothingInTheClear() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer(pushRoutes: false)
+        let client = try vpn.clientNamespace(1)
+        // The client's names come from files in its namespace only: vpn.test is the address on the LAN's side.
+        let etc = "/etc/netns/\(client)"
+        try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
+        try Data("198.18.11.1 vpn.test\n".utf8).write(to: URL(fileURLWithPath: etc + "/hosts"))
+        try Data("nameserver 127.0.0.1\n".utf8).write(to: URL(fileURLWithPath: etc + "/resolv.conf"))
+        // The router impersonates 192.0.2.7 on a LAN prefix the client is on.
+        try vpn.lab.run(in: vpn.server, ["ip", "address", "add", "192.0.2.1/24", "dev", "cl1"])
+        try vpn.lab.run(in: vpn.server, ["ip", "address", "add", "192.0.2.7/24", "dev", "cl1"])
+        let web = try vpn.lab.start(in: vpn.server, ["python3", "-u", "-m", "http.server", "8080", "--bind", "0.0.0.0"])
+        _ = await web.waitForOutput(containing: "Serving", timeout: 10)
+        let process = try await vpn.startClient(in: client, serverAddress: "vpn.test", device: "stun1")
+        try vpn.lab.run(in: client, ["ip", "address", "add", "192.0.2.5/24", "dev", "uplink"])
+        try vpn.lab.run(in: vpn.server, [
+            "nft",
+            """
+            table inet probe {
+              chain in {
+                type filter hook prerouting priority -300;
+                iifname "cl1" ip daddr 192.0.2.0/24 counter
+                iifname "cl1" ip daddr 198.18.11.1 tcp dport != 4433 counter
+                iifname "cl1" ip daddr 198.18.11.1 ip protocol icmp counter
+              }
+            }
+            """,
+        ])
+        for target in ["192.0.2.7", "198.18.11.1"] {
+            _ = try vpn.lab.run(in: client, ["ping", "-c", "2", "-i", "0.2", "-W", "1", target], check: false)
+            _ = try vpn.lab.run(in: client, ["curl", "-s", "--max-time", "2", "http://\(target):8080/"], timeout: .seconds(10), check: false)
+        }
+        let listing = try vpn.lab.run(in: vpn.server, ["nft", "list", "chain", "inet", "probe", "in"]).standardOutput
+        let counts = listing.split(separator: "\n").filter { $0.contains("counter") }.map { line -> Int in
+            let words = line.split(separator: " ")
+            guard let index = words.firstIndex(of: "packets"), index + 1 < words.count else { return -1 }
+            return Int(words[index + 1]) ?? -1
+        }
+        #expect(counts == [0, 0, 0], "packets left on the LAN outside the tunnel:\n\(listing)\n\(process.outputSoFar)")
+        // The tunnel itself, connected by name through the same address, still carries traffic.
+        let ping = try vpn.lab.run(in: client, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+        #expect(ping.status == 0, "ping through the tunnel failed: \(ping.standardOutput)\n\(process.outputSoFar)")
+    }
+
     @Test(.enabled(if: KillSwitchNamespaceTests.isAvailable, "needs root, /dev/net/tun, ip netns and nft"))
     func aSplitTunnelGetsNoKillSwitch() async throws {
         let vpn = try VPNLab()
