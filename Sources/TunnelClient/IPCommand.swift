@@ -123,7 +123,7 @@ struct IP: AsyncParsableCommand {
             keeping: capabilities, offersNeedTunnel: true, socketMark: killSwitch == .on ? KillSwitchRules.socketMark : nil
         ) { current, status in
             guard let tunnel = current.connection else { throw TunnelClientLaunchError("the tunnel closed before the IP flow could be opened") }
-            let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, logger: Logger(label: "tunnel-client"))
+            let session = try await IPTunnelSession.start(tunnel: tunnel, options: ipOptions, status: status, logger: Logger(label: "tunnel-client"))
             let showLease: @Sendable () -> Void = { status.setLease("\(session.settings.leaseDescription) on \(session.deviceName)") }
             showLease()
             status.setKillSwitch(session.killSwitch?.summary)

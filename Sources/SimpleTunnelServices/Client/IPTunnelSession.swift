@@ -153,13 +153,15 @@ public final class IPTunnelSession: Sendable {
     private let guardrail: LinuxNetworkConfigurator
     /// What the kill switch is, when one is up (`status` shows it).
     public let killSwitch: KillSwitchRules?
+    private let routeWatch: RouteWatch?
     private let options: IPTunnelOptions
     private let logger: Logger
 
     private init(
         settings: IPTunnelSettings, device: TUNDevice, link: NIOLoopBound<DeviceLink>, network: LinuxNetworkConfigurator,
-        guardrail: LinuxNetworkConfigurator, killSwitch: KillSwitchRules?, options: IPTunnelOptions, logger: Logger
+        guardrail: LinuxNetworkConfigurator, killSwitch: KillSwitchRules?, routeWatch: RouteWatch?, options: IPTunnelOptions, logger: Logger
     ) {
+        self.routeWatch = routeWatch
         self.current = NIOLockedValueBox(settings)
         self.deviceName = device.name
         self.device = device
@@ -171,7 +173,10 @@ public final class IPTunnelSession: Sendable {
         self.logger = logger
     }
 
-    public static func start(tunnel: TunnelClientConnection, options: IPTunnelOptions, logger: Logger) async throws -> IPTunnelSession {
+    /// `status`, when given, counts the routes added later that win over the tunnel's.
+    public static func start(
+        tunnel: TunnelClientConnection, options: IPTunnelOptions, status: TunnelClientStatusBoard? = nil, logger: Logger
+    ) async throws -> IPTunnelSession {
         let device = try TUNDevice.open(name: options.deviceName, logger: logger)
         let link = try await tunnel.eventLoop.submit { NIOLoopBound(DeviceLink(device: device, eventLoop: tunnel.eventLoop), eventLoop: tunnel.eventLoop) }.get()
         let network = LinuxNetworkConfigurator(journal: options.journal.map { ($0, .network) }, logger: logger)
@@ -184,13 +189,23 @@ public final class IPTunnelSession: Sendable {
                 try install(killSwitch, guardrail: guardrail, logger: logger)
             }
             try apply(settings, options: options, server: tunnel.serverAddress, device: device.name, network: network, logger: logger)
+            let cover = TunnelRouteCover(settings, applyRoutes: options.applyRoutes, server: tunnel.serverAddress.flatMap(IPAddress.init)?.unmapped, device: device.name)
+            let watch = try cover.isEmpty ? nil : RouteWatch.start(cover: cover, on: tunnel.eventLoop, logger: logger) { [killSwitch] route, beaten in
+                let text = "\(route.destination)\(route.gateway.map { " via \($0)" } ?? "")\(route.device.map { " dev \($0)" } ?? "")"
+                status?.noteRouteOverTunnel(text)
+                if killSwitch != nil {
+                    logger.notice("a route was added that wins over the tunnel's \(beaten): \(text); the kill switch drops what would take it")
+                } else {
+                    logger.warning("a route was added that wins over the tunnel's \(beaten): \(text); traffic there now leaves outside the tunnel (the kill switch is off)")
+                }
+            }
             logger.notice(
                 "IP tunnel up on \(device.name): \(settings.leaseDescription), routes \(options.applyRoutes ? (settings.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything") : "none")",
                 metadata: ["super-packets": "\(settings.superPackets ? "agreed" : "off")"]
             )
             return IPTunnelSession(
-                settings: settings, device: device, link: link, network: network, guardrail: guardrail, killSwitch: killSwitch, options: options,
-                logger: logger)
+                settings: settings, device: device, link: link, network: network, guardrail: guardrail, killSwitch: killSwitch, routeWatch: watch,
+                options: options, logger: logger)
         } catch {
             try? network.undoAll()
             try? guardrail.undoAll()
@@ -221,6 +236,7 @@ public final class IPTunnelSession: Sendable {
             try Self.apply(settings, options: options, server: tunnel.serverAddress, device: deviceName, network: network, logger: logger)
         }
         current.withLockedValue { $0 = settings }
+        routeWatch?.update(TunnelRouteCover(settings, applyRoutes: options.applyRoutes, server: tunnel.serverAddress.flatMap(IPAddress.init)?.unmapped, device: deviceName))
     }
 
     private static func install(_ killSwitch: KillSwitchRules, guardrail: LinuxNetworkConfigurator, logger: Logger) throws {
@@ -340,6 +356,8 @@ public final class IPTunnelSession: Sendable {
 
     /// Removes the routes, addresses and DNS settings, then the kill switch, and the device.
     public func stop() {
+        // First: the routes about to be removed are not news.
+        routeWatch?.stop()
         do {
             try network.undoAll()
         } catch {

@@ -52,6 +52,12 @@ struct KillSwitchNamespaceTests {
         let control = vpn.controlPath("stun1")
         let status = try await ControlClient.request("status", path: control, group: MultiThreadedEventLoopGroup.singleton).status
         #expect(status?.killSwitch?.contains("simpletunnel_client_stun1") == true, "\(String(describing: status))")
+        // The route watch saw both routes win over the tunnel's halves, and said the kill switch holds.
+        #expect(status?.routesOverTunnel == 2, "\(String(describing: status))\n\(process.outputSoFar)")
+        #expect(
+            process.outputSoFar.contains("wins over the tunnel's 128.0.0.0/1: 198.51.100.0/24 via 198.18.11.1 dev uplink; the kill switch drops"),
+            "\(process.outputSoFar)")
+        #expect(process.outputSoFar.contains("wins over the tunnel's 128.0.0.0/1: 203.0.113.0/24"), "\(process.outputSoFar)")
         // The tunnel itself still works.
         let ping = try vpn.lab.run(in: client, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
         #expect(ping.status == 0, "ping through the tunnel failed: \(ping.standardOutput)\n\(process.outputSoFar)")

@@ -25,6 +25,9 @@ public struct TunnelClientStatus: Sendable, Codable, Equatable {
     public var reconnections: Int = 0
     /// The kill switch, when one is up (`KillSwitchRules.summary`).
     public var killSwitch: String?
+    /// Routes added while the tunnel was up that win over its routes (`RouteWatch`), and the last of them.
+    public var routesOverTunnel: Int = 0
+    public var lastRouteOverTunnel: String?
 
     /// The lines people read.
     public var text: String {
@@ -32,6 +35,9 @@ public struct TunnelClientStatus: Sendable, Codable, Equatable {
         if let tlsVersion { lines.append("tls: \(tlsVersion) \(tlsCipher ?? "")") }
         if let lease { lines.append("lease: \(lease)") }
         if let killSwitch { lines.append("kill switch: \(killSwitch)") }
+        if routesOverTunnel > 0 {
+            lines.append("routes over the tunnel: \(routesOverTunnel), the last \(lastRouteOverTunnel ?? "?")\(killSwitch == nil ? " (traffic there leaks)" : " (dropped by the kill switch)")")
+        }
         lines.append("open flows: \(openFlows)")
         lines.append("bytes: \(bytesSent) sent, \(bytesReceived) received")
         if let uptimeSeconds { lines.append("uptime: \(Int(uptimeSeconds)) s") }
@@ -50,6 +56,8 @@ public final class TunnelClientStatusBoard: Sendable {
         var connectedAt: NIODeadline?
         var lease: String?
         var killSwitch: String?
+        var routesOverTunnel = 0
+        var lastRouteOverTunnel: String?
         var lastError: String?
         var stopRequested = false
         var onStop: [@Sendable () -> Void] = []
@@ -102,6 +110,14 @@ public final class TunnelClientStatusBoard: Sendable {
         fields.withLockedValue { $0.killSwitch = summary }
     }
 
+    /// A route that wins over the tunnel's was added (`RouteWatch`).
+    func noteRouteOverTunnel(_ description: String) {
+        fields.withLockedValue {
+            $0.routesOverTunnel += 1
+            $0.lastRouteOverTunnel = description
+        }
+    }
+
     func failed(_ error: Error) {
         fields.withLockedValue { $0.lastError = String(describing: error) }
     }
@@ -123,7 +139,8 @@ public final class TunnelClientStatusBoard: Sendable {
         let fields = self.fields.withLockedValue { $0 }
         var status = TunnelClientStatus(
             state: fields.state, server: server, lease: fields.lease, openFlows: 0, bytesSent: 0, bytesReceived: 0,
-            lastError: fields.lastError, reconnections: fields.reconnections, killSwitch: fields.killSwitch)
+            lastError: fields.lastError, reconnections: fields.reconnections, killSwitch: fields.killSwitch,
+            routesOverTunnel: fields.routesOverTunnel, lastRouteOverTunnel: fields.lastRouteOverTunnel)
         if let connectedAt = fields.connectedAt, fields.state == .connected {
             status.uptimeSeconds = Double((NIODeadline.now() - connectedAt).nanoseconds) / 1e9
         }
