@@ -29,6 +29,11 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("server-name"), help: "Name to verify in the server's certificate and send as SNI. Default: the host of --server.")
     var serverName: String?
 
+    @Option(
+        name: .customLong("server-address"),
+        help: "Connect to this IP address instead of looking up the host of --server, which still names the certificate to verify (as curl's --resolve). No name lookup is made, then or on reconnection.")
+    var serverAddress: String?
+
     @Flag(help: "No TLS (servers started with --plaintext): neither encrypted nor authenticated.")
     var plaintext = false
 
@@ -81,6 +86,7 @@ struct ConnectionOptions: ParsableArguments {
         options.certificatePath = cert
         options.privateKeyPath = key
         options.serverName = serverName
+        options.serverAddress = serverAddress
         options.plaintext = plaintext
         options.login = user
         options.passwordFile = passwordFile

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// What the client's command line says about reaching the server.
 public struct TunnelClientLaunchOptions: Sendable {
@@ -10,6 +11,8 @@ public struct TunnelClientLaunchOptions: Sendable {
     public var certificatePath: String?
     public var privateKeyPath: String?
     public var serverName: String?
+    /// Connect here instead of looking up `server`'s host, which still names the certificate (`--server-address`).
+    public var serverAddress: String?
     public var plaintext = false
     /// Login for servers that require one, and where its password is.
     public var login: String?
@@ -46,7 +49,8 @@ public struct TunnelClientLaunchOptions: Sendable {
 
     /// Turns the options into connection settings, refusing contradictions.
     public func connectionSettings(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> TunnelClientConnection.Settings {
-        let endpoint = try Self.parseServer(server)
+        let named = try Self.parseServer(server)
+        let endpoint = try address(for: named)
         let credentials = try credentials(environment: environment)
         let trustChoices = [caFile != nil, !pinnedSHA256.isEmpty, insecure].filter { $0 }.count
         guard trustChoices <= 1 else {
@@ -75,14 +79,27 @@ public struct TunnelClientLaunchOptions: Sendable {
         }
         let configuration = TLSConfiguration.client(
             trust: trust,
-            serverName: serverName ?? endpoint.host,
+            serverName: serverName ?? named.host,
             certificateChain: certificatePath.map { .file($0) },
             privateKey: privateKeyPath.map { .file($0) }
         )
         var settings = TunnelClientConnection.Settings(host: endpoint.host, port: endpoint.port, tls: try TLSContext(configuration: configuration))
-        settings.serverName = serverName ?? endpoint.host
+        settings.serverName = serverName ?? named.host
         settings.credentials = credentials
         return settings
+    }
+
+    /// `--server-address`, when given, in place of `--server`'s host: no name
+    /// lookup, at the start or later (a spoofed answer cannot move the tunnel,
+    /// and a full tunnel's DNS is not needed to find the server again).
+    private func address(for named: TunnelEndpoint) throws -> TunnelEndpoint {
+        guard let serverAddress else { return named }
+        let bare = serverAddress.hasPrefix("[") && serverAddress.hasSuffix("]") ? String(serverAddress.dropFirst().dropLast()) : serverAddress
+        guard (try? SocketAddress(ipAddress: bare, port: named.port)) != nil else {
+            throw TunnelClientLaunchError(
+                "--server-address \(serverAddress): expected an IPv4 or IPv6 address (the name, for the certificate, stays in --server)")
+        }
+        return TunnelEndpoint(host: bare, port: named.port)
     }
 
     /// `--server`'s `HOST:PORT` or `[IPv6]:PORT`.
