@@ -134,6 +134,52 @@ struct KillSwitchNamespaceTests {
         #expect(ping.status == 0, "ping through the tunnel failed: \(ping.standardOutput)\n\(process.outputSoFar)")
     }
 
+    /// A server that answers on the real one's address with a certificate the
+    /// client does not trust, while the tunnel is down: the client neither gives
+    /// up nor lets anything out, and is back when the real server returns.
+    @Test(.enabled(if: KillSwitchNamespaceTests.isAvailable, "needs root, /dev/net/tun, ip netns and nft"))
+    func anImpostorWithAnUntrustedCertificateMakesTheClientWaitNotFailOpen() async throws {
+        let vpn = try VPNLab()
+        defer { vpn.cleanup() }
+        try await vpn.startServer(pushRoutes: false)
+        let client = try vpn.clientNamespace(1)
+        let process = try await vpn.startClient(in: client, serverAddress: "198.18.11.1", device: "stun1")
+        try vpn.lab.run(in: client, ["ip", "route", "add", "198.51.100.0/24", "via", "198.18.11.1", "dev", "uplink"])
+        try vpn.lab.run(in: vpn.server, [
+            "nft",
+            """
+            table inet probe {
+              chain in {
+                type filter hook prerouting priority -300;
+                iifname "cl1" ip daddr 198.51.100.0/24 counter
+              }
+            }
+            """,
+        ])
+        await vpn.stopServer()
+        _ = await process.waitForOutput(containing: "tunnel lost", timeout: 20)
+        let other = try TestPKI()
+        defer { other.remove() }
+        let impostor = try vpn.lab.start(in: vpn.server, [
+            BuiltPrograms.tunnelServer, "--host", "0.0.0.0", "--port", "4433", "--cert", other.certificatePath("server"),
+            "--key", other.keyPath("server"), "--client-ca", other.caFile, "--state-directory", vpn.directory + "/impostor-state",
+        ])
+        _ = await impostor.waitForOutput(containing: "listening on 0.0.0.0:4433", timeout: 20)
+        #expect(await process.waitForOutput(containing: "posing as it", timeout: 30) != nil, "\(process.outputSoFar)\nimpostor:\n\(impostor.outputSoFar)")
+        _ = try vpn.lab.run(in: client, ["ping", "-c", "3", "-i", "0.2", "-W", "1", "198.51.100.7"], check: false)
+        #expect(try counted("198.51.100.0/24", in: vpn) == 0, "a packet left in the clear while an impostor answered")
+        #expect(process.isRunning, "the client gave up on an impostor:\n\(process.outputSoFar)")
+        let tables = try vpn.lab.run(in: client, ["nft", "list", "tables"]).standardOutput
+        #expect(tables.contains("simpletunnel_client_stun1"), "\(tables)")
+
+        impostor.terminate()
+        _ = await impostor.finish(timeout: 20)
+        try await vpn.restartServer(pushRoutes: false)
+        #expect(await process.waitForOutput(containing: "tunnel up again", timeout: 40) != nil, "\(process.outputSoFar)")
+        let ping = try vpn.lab.run(in: client, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
+        #expect(ping.status == 0, "ping after the real server returned failed: \(ping.standardOutput)\n\(process.outputSoFar)")
+    }
+
     @Test(.enabled(if: KillSwitchNamespaceTests.isAvailable, "needs root, /dev/net/tun, ip netns and nft"))
     func aSplitTunnelGetsNoKillSwitch() async throws {
         let vpn = try VPNLab()
