@@ -86,7 +86,7 @@ struct KillSwitchNamespaceTests {
     /// reach through the tunnel, on a LAN prefix that covers it) and ServerIP (the
     /// server's name leads to an address the attacker controls, which the client
     /// must route outside the tunnel): nothing but the tunnel's own connection reaches it.
-    /// (With `--kill-switch off` the same probes count 9, 7 and 2 packets.)
+    /// (With `--kill-switch off` the IPv4 probes count 9, 7 and 2 packets.)
     @Test(.enabled(if: KillSwitchNamespaceTests.isAvailable, "needs root, /dev/net/tun, ip netns and nft"))
     func localNetAndServerIPAttacksSendNothingInTheClear() async throws {
         let vpn = try VPNLab()
@@ -105,6 +105,10 @@ struct KillSwitchNamespaceTests {
         _ = await web.waitForOutput(containing: "Serving", timeout: 10)
         let process = try await vpn.startClient(in: client, serverAddress: "vpn.test", device: "stun1")
         try vpn.lab.run(in: client, ["ip", "address", "add", "192.0.2.5/24", "dev", "uplink"])
+        // TunnelVision for IPv6: a route more specific than the blackholes around this IPv4-only tunnel.
+        try vpn.lab.run(in: client, ["ip", "-6", "address", "add", "fd00:11::2/64", "dev", "uplink", "nodad"])
+        try vpn.lab.run(in: vpn.server, ["ip", "-6", "address", "add", "fd00:11::1/64", "dev", "cl1", "nodad"])
+        try vpn.lab.run(in: client, ["ip", "-6", "route", "add", "2000::/3", "via", "fd00:11::1", "dev", "uplink"])
         try vpn.lab.run(in: vpn.server, [
             "nft",
             """
@@ -114,6 +118,7 @@ struct KillSwitchNamespaceTests {
                 iifname "cl1" ip daddr 192.0.2.0/24 counter
                 iifname "cl1" ip daddr 198.18.11.1 tcp dport != 4433 counter
                 iifname "cl1" ip daddr 198.18.11.1 ip protocol icmp counter
+                iifname "cl1" ip6 daddr 2000::/3 counter
               }
             }
             """,
@@ -122,13 +127,14 @@ struct KillSwitchNamespaceTests {
             _ = try vpn.lab.run(in: client, ["ping", "-c", "2", "-i", "0.2", "-W", "1", target], check: false)
             _ = try vpn.lab.run(in: client, ["curl", "-s", "--max-time", "2", "http://\(target):8080/"], timeout: .seconds(10), check: false)
         }
+        _ = try vpn.lab.run(in: client, ["ping", "-6", "-c", "2", "-i", "0.2", "-W", "1", "2001:db8::7"], check: false)
         let listing = try vpn.lab.run(in: vpn.server, ["nft", "list", "chain", "inet", "probe", "in"]).standardOutput
         let counts = listing.split(separator: "\n").filter { $0.contains("counter") }.map { line -> Int in
             let words = line.split(separator: " ")
             guard let index = words.firstIndex(of: "packets"), index + 1 < words.count else { return -1 }
             return Int(words[index + 1]) ?? -1
         }
-        #expect(counts == [0, 0, 0], "packets left on the LAN outside the tunnel:\n\(listing)\n\(process.outputSoFar)")
+        #expect(counts == [0, 0, 0, 0], "packets left on the LAN outside the tunnel:\n\(listing)\n\(process.outputSoFar)")
         // The tunnel itself, connected by name through the same address, still carries traffic.
         let ping = try vpn.lab.run(in: client, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
         #expect(ping.status == 0, "ping through the tunnel failed: \(ping.standardOutput)\n\(process.outputSoFar)")
