@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -114,7 +115,7 @@ public final class TunnelServer: Sendable {
         let authorizer = ReloadableAuthorizer(settings.opener.authorizer)
         settings.opener.authorizer = authorizer
         let live = NIOLockedValueBox(settings)
-        let tunnels = TunnelRegistry()
+        let tunnels = TunnelRegistry(logger: logger)
         let admission = ConnectionAdmission(
             limits: settings.admissionLimits, roll: settings.startupsRoll, logInterval: settings.refusalLogInterval, metrics: settings.metrics,
             logger: logger)
@@ -268,9 +269,24 @@ public final class TunnelServer: Sendable {
     /// The tunnels' connections now (for tests).
     var tunnelChannels: [Channel] { tunnels.all.map(\.channel) }
 
-    /// Every tunnel now, with its counters from its event loop.
+    /// Every tunnel now, with its counters from its event loop, and what the operator should act on.
     public func status() async -> TunnelServerStatus {
-        await tunnels.status()
+        var status = await tunnels.status()
+        let warnings = certificateWarnings()
+        status.warnings = warnings.isEmpty ? nil : warnings
+        return status
+    }
+
+    /// The served certificate's end near or past, or a client CA expired (`CertificateExpiry`).
+    public func certificateWarnings(now: Date = Date()) -> [String] {
+        servingSettings.tls?.expiry.warnings(now: now) ?? []
+    }
+
+    /// Logs `certificateWarnings`: at start, after each reload and once a day.
+    public func logCertificateWarnings() {
+        for warning in certificateWarnings() {
+            logger.warning("\(warning)")
+        }
     }
 
     /// Ends the tunnels logged in as `login` (`tunnel-server kick`); how many.
