@@ -13,6 +13,10 @@ extension TunnelDatabase {
             guard health.withLockedValue({ $0.probeDue(now: .now) }) else { continue }
             let failure = await probe()
             if Task.isCancelled { return }
+            lastProbeFailure.withLockedValue { last in
+                guard let failure else { return last = nil }
+                if case .unavailable(let reason) = failure { last = reason } else { last = "\(failure)" }
+            }
             let (verdict, awaySince) = health.withLockedValue { health in
                 let since = health.awaySince
                 return (health.probeFinished(gotThrough: failure == nil), since)

@@ -26,6 +26,8 @@ public final class TunnelDatabase: Sendable {
     /// Whether the database answers; while it does not, a probe tries it every second.
     let health = NIOLockedValueBox(DatabaseHealth())
     let probeLog = NIOLockedValueBox(LineRateLimiter(interval: .seconds(10)))
+    /// Why the last probe did not get through, for the operations answered at once meanwhile.
+    let lastProbeFailure = NIOLockedValueBox<String?>(nil)
     /// Told the session number when a notice says another server took over a session of this one (a hint: see `DatabaseSessionTakeover`).
     let sessionEndHandlers = NIOLockedValueBox<[@Sendable (UInt64) -> Void]>([])
     /// Told a login the database no longer has (see `DatabaseLoginRemoval`).
@@ -101,7 +103,8 @@ public final class TunnelDatabase: Sendable {
     ) async throws(DatabaseError) -> Value {
         let logger = self.logger
         if timeout == nil, health.withLockedValue({ $0.answersAtOnce }) {
-            let failure = DatabaseError.unavailable("no answer to the last connection attempt; trying again every second")
+            let why = lastProbeFailure.withLockedValue { $0 } ?? "no answer"
+            let failure = DatabaseError.unavailable("\(why) (at the last try; trying again every second)")
             note(what, failure)
             throw failure
         }
