@@ -86,6 +86,7 @@ public final class TunnelServer: Sendable {
     private let live: NIOLockedValueBox<Settings>
     /// The destination rules every flow asks at open, old tunnels' too.
     private let authorizer: ReloadableAuthorizer
+    private let statusWarnings = NIOLockedValueBox<[@Sendable () -> [String]]>([])
     /// The one shutdown: every caller awaits the same work.
     private let shutdownWork = NIOLockedValueBox<Task<Void, Never>?>(nil)
     public let localAddress: SocketAddress
@@ -272,9 +273,14 @@ public final class TunnelServer: Sendable {
     /// Every tunnel now, with its counters from its event loop, and what the operator should act on.
     public func status() async -> TunnelServerStatus {
         var status = await tunnels.status()
-        let warnings = certificateWarnings()
+        let warnings = certificateWarnings() + statusWarnings.withLockedValue { $0 }.flatMap { $0() }
         status.warnings = warnings.isEmpty ? nil : warnings
         return status
+    }
+
+    /// Told to `status` besides the certificate's (the shared database away, say).
+    public func addStatusWarnings(_ source: @escaping @Sendable () -> [String]) {
+        statusWarnings.withLockedValue { $0.append(source) }
     }
 
     /// The served certificate's end near or past, or a client CA expired (`CertificateExpiry`).

@@ -102,15 +102,20 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         let serving = NIOLockedValueBox<TunnelServer?>(nil)
         let initialTLS = settings.tls
         if let metricsEndpoint {
+            let database = self.database
             metrics = try await MetricsEndpoint.start(
                 host: metricsEndpoint.endpoint.host, port: metricsEndpoint.endpoint.port,
-                registry: metricsEndpoint.registry, group: group, logger: logger
-            ) { (serving.withLockedValue { $0 }?.servingSettings.tls ?? initialTLS)?.expiry }
+                registry: metricsEndpoint.registry, group: group, logger: logger,
+                certificateExpiry: { (serving.withLockedValue { $0 }?.servingSettings.tls ?? initialTLS)?.expiry },
+                databaseAnswers: { database.map { $0.unavailability == nil } })
         }
         // Trapped before anything listens: a SIGHUP from then on reloads and never ends the server.
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         let server = try await TunnelServer.start(settings: settings, group: group, logger: logger)
         serving.withLockedValue { $0 = server }
+        if let database {
+            server.addStatusWarnings { database.unavailability.map { [$0] } ?? [] }
+        }
         server.logCertificateWarnings()
         database?.whenLoginRemoved { [logger] login in
             let ended = server.endTunnels(ofLogin: login)

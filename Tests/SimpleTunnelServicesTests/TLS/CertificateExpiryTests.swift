@@ -123,7 +123,7 @@ struct CertificateExpiryTests {
 }
 
 /// A socket bound to 127.0.0.1 on a port the kernel picks, closed at once: the port is free then.
-private struct ServerSocketProbe {
+struct ServerSocketProbe {
     let port: Int
 
     init() throws {

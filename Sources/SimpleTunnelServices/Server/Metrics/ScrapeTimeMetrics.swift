@@ -9,13 +9,16 @@ struct ScrapeTimeMetrics: Sendable {
     private let openDescriptors: Gauge
     /// The certificate the server serves now; nil without one (`--plaintext`), when the gauge is left out.
     private let certificateExpiry: @Sendable () -> CertificateExpiry?
+    /// Whether the shared database answers now; nil without one (`--database`), when the gauge is left out.
+    private let databaseAnswers: @Sendable () -> Bool?
 
     init(
         registry: PrometheusCollectorRegistry, version: String = SimpleTunnelVersion.current,
-        certificateExpiry: @escaping @Sendable () -> CertificateExpiry? = { nil }
+        certificateExpiry: @escaping @Sendable () -> CertificateExpiry? = { nil }, databaseAnswers: @escaping @Sendable () -> Bool? = { nil }
     ) {
         self.registry = registry
         self.certificateExpiry = certificateExpiry
+        self.databaseAnswers = databaseAnswers
         // Always 1: the version is the label, for joins and dashboards.
         registry.makeGauge(
             descriptor: MetricNameDescriptor(
@@ -38,6 +41,13 @@ struct ScrapeTimeMetrics: Sendable {
                     namespace: "simpletunnel", metricName: "certificate_expiry", unitName: "seconds",
                     helpText: "Seconds until the server certificate's notAfter (negative once expired).")
             ).set(to: seconds)
+        }
+        if let answers = databaseAnswers() {
+            registry.makeGauge(
+                descriptor: MetricNameDescriptor(
+                    namespace: "simpletunnel", metricName: "database", unitName: "up",
+                    helpText: "1 while the shared database (--database) answers, 0 while logins are told to try again later.")
+            ).set(to: answers ? 1 : 0)
         }
         guard let figures = ProcessFigures.current() else { return }
         residentMemory.set(to: Double(figures.residentMemoryBytes))
