@@ -8,3 +8,7 @@ int st_tune_malloc(int mmap_threshold, int trim_threshold, int top_pad) {
         && mallopt(M_TRIM_THRESHOLD, trim_threshold)
         && mallopt(M_TOP_PAD, top_pad);
 }
+
+int st_malloc_trim(void) {
+    return malloc_trim(0);
+}

@@ -15,12 +15,15 @@ extension TunnelDatabase {
         }
     }
 
-    /// Keeps one connection LISTENing on `channel`, handing each notice's payload to `notice`.
+    /// Keeps one connection LISTENing on `channel`, handing each notice's payload to `notice`. The connection is its own,
+    /// outside the pool: it is held for the server's life, and tried again every second while the database is away
+    /// (when it drops, the database is probed too: `DatabaseHealth`).
     func listen(on channel: String, for what: String, marksListening: Bool = false, _ notice: @escaping @Sendable (String) -> Void) async {
         var failures = LineRateLimiter(interval: .seconds(60))
         while !Task.isCancelled {
             do {
-                try await client.withConnection { connection in
+                let connection = try await connectAlone()
+                try await Self.closing(connection) {
                     try await withTaskCancellationHandler {
                         try await connection.listen(on: channel) { notifications in
                             if marksListening { listening.withLockedValue { $0 = true } }
@@ -30,14 +33,16 @@ extension TunnelDatabase {
                             }
                         }
                     } onCancel: {
-                        // The notifications never end on their own; the pool cannot stop while this connection is out.
-                        connection.close()
+                        // The notifications never end on their own.
+                        connection.close().whenComplete { _ in }
                     }
                 }
             } catch {
                 // Shutting down: the listening connection was closed on purpose, nothing to retry or report.
                 if Task.isCancelled { break }
-                if let psql = error as? PSQLError, psql.code == .poolClosed { break }
+                if case .unavailable = DatabaseError.classifying(error) {
+                    health.withLockedValue { $0.operationFoundItAway(now: .now) }
+                }
                 if let unlogged = failures.admit() {
                     logger.warning(
                         "not listening for \(what); retrying every second",

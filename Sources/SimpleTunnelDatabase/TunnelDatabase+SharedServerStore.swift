@@ -6,6 +6,13 @@ extension TunnelDatabase: SharedServerStore {
 
     public var logins: any LoginDirectory { DatabaseLogins(database: self) }
 
+    /// Away once a probe found no database, until one gets through (`DatabaseHealth`).
+    public var unavailability: String? {
+        guard health.withLockedValue({ $0.answersAtOnce }) else { return nil }
+        let why = lastProbeFailure.withLockedValue { $0 } ?? "no answer"
+        return "the database \(location) cannot be reached (\(why)); logins are told to try again later, and it is tried every second"
+    }
+
     public func addressLeasing(range: ClosedRange<IPv4Address>?, ipv6Range: ClosedRange<IPv6Address>?) -> any AddressLeasing {
         DatabaseAddressPool(range: range, ipv6Range: ipv6Range, database: self)
     }

@@ -9,18 +9,25 @@ import SimpleTunnelServices
 /// logins, the addresses of known clients and who holds each client's session.
 /// Every operation is bounded by `timeout`, so that while the database is
 /// unreachable new logins and leases fail promptly (tunnels already up carry
-/// on: they need nothing from it) and succeed again once it is back.
+/// on: they need nothing from it) and succeed again once it is back: a probe
+/// of one connection a second finds it, and a fresh pool serves from then on
+/// (`DatabaseHealth`, `DatabasePools`).
 public final class TunnelDatabase: Sendable {
     public let location: DatabaseLocation
     /// This process among the servers sharing the database; sessions name it.
     public let serverID: String
-    let client: PostgresClient
+    let pools: DatabasePools
     let timeout: Duration
     let logger: Logger
-    /// Kept for the first connection's check (`checkCredentials`); the pool has its own copy.
-    private let password: String?
+    /// Kept for the connections made outside the pool (`checkCredentials`, the probe, the listeners); the pool has its own copy.
+    let password: String?
     private enum FailureLog: Hashable { case outage, clientValue, refusal }
     private let failureLogs = NIOLockedValueBox<[FailureLog: LineRateLimiter]>([:])
+    /// Whether the database answers; while it does not, a probe tries it every second.
+    let health = NIOLockedValueBox(DatabaseHealth())
+    let probeLog = NIOLockedValueBox(LineRateLimiter(interval: .seconds(10)))
+    /// Why the last probe did not get through, for the operations answered at once meanwhile.
+    let lastProbeFailure = NIOLockedValueBox<String?>(nil)
     /// Told the session number when a notice says another server took over a session of this one (a hint: see `DatabaseSessionTakeover`).
     let sessionEndHandlers = NIOLockedValueBox<[@Sendable (UInt64) -> Void]>([])
     /// Told a login the database no longer has (see `DatabaseLoginRemoval`).
@@ -42,7 +49,8 @@ public final class TunnelDatabase: Sendable {
         var configuration = location.clientConfiguration(password: password)
         configuration.options.connectTimeout = timeout
         configuration.options.maximumConnections = 8
-        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let poolConfiguration = configuration
+        self.pools = DatabasePools { PostgresClient(configuration: poolConfiguration, backgroundLogger: logger) }
         if let warning = location.transportWarning {
             logger.warning("\(warning)", metadata: ["database": "\(location)"])
         }
@@ -50,14 +58,15 @@ public final class TunnelDatabase: Sendable {
 
     /// Runs the connection pool, and listens for sessions other servers took
     /// over and logins removed, until the task is cancelled; start it before anything else.
+    /// While the database is away it is probed every second (`DatabaseHealth`).
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                self.poolRunning.withLockedValue { $0 = true }
-                await self.client.run()
+                await self.pools.run { self.poolRunning.withLockedValue { $0 = true } }
             }
             group.addTask { await self.listenForTakenOverSessions() }
             group.addTask { await self.listenForRemovedLogins() }
+            group.addTask { await self.probeWhileAway() }
         }
     }
 
@@ -87,15 +96,25 @@ public final class TunnelDatabase: Sendable {
 
     /// `body` against the database within `timeout`. A failure is sorted by
     /// whose it is (`DatabaseError.classifying`) and logged as such, at most once per 10 s each.
+    /// With the default deadline, an operation while the last probe found no
+    /// database is answered at once: it could only wait out its deadline.
     func perform<Value: Sendable>(
         _ what: String, timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> Value
     ) async throws(DatabaseError) -> Value {
-        let client = self.client
         let logger = self.logger
+        if timeout == nil, health.withLockedValue({ $0.answersAtOnce }) {
+            let why = lastProbeFailure.withLockedValue { $0 } ?? "no answer"
+            let failure = DatabaseError.unavailable("\(why) (at the last try; trying again every second)")
+            note(what, failure)
+            throw failure
+        }
         let timeout = timeout ?? self.timeout
         await untilThePoolRuns()
+        let pool = pools.acquire()
+        defer { pools.release(pool) }
+        let client = pool.client
         do {
-            return try await withThrowingTaskGroup(of: Value.self) { group in
+            let value = try await withThrowingTaskGroup(of: Value.self) { group in
                 group.addTask { try await body(client, logger) }
                 group.addTask {
                     try await Task.sleep(for: timeout)
@@ -105,8 +124,16 @@ public final class TunnelDatabase: Sendable {
                 guard let first = try await group.next() else { throw DatabaseError.unavailable("cancelled") }
                 return first
             }
+            health.withLockedValue { $0.operationSucceeded() }
+            return value
         } catch {
             let failure = DatabaseError.classifying(error)
+            if case .unavailable = failure {
+                health.withLockedValue { $0.operationFoundItAway(now: .now) }
+            } else {
+                // The database answered, if only to refuse.
+                health.withLockedValue { $0.operationSucceeded() }
+            }
             note(what, failure)
             throw failure
         }

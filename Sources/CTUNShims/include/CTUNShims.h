@@ -61,6 +61,10 @@ int st_poll_readable(int fd, int wake_fd, int timeout_ms, int *error);
 // 1 when all three were accepted.
 int st_tune_malloc(int mmap_threshold, int trim_threshold, int top_pad);
 
+// glibc's malloc_trim(0): gives the kernel back the free pages of every arena,
+// below the top too; 1 when some memory was released.
+int st_malloc_trim(void);
+
 /// Drops the process to `uid`/`gid` (no supplementary groups) for good,
 /// keeping only the capabilities whose bits are set in `keep` (1 << CAP_x,
 /// x < 32). Every thread takes the new user and loses its capabilities; the

@@ -17,6 +17,8 @@ public protocol SharedServerStore: Sendable, CustomStringConvertible {
     func run() async
     /// Connects and brings the store's schema up to date; throws when it cannot.
     func prepare() async throws
+    /// Nil while the store answers; else why not (logins are told to try again later meanwhile), for `status` and the metrics.
+    var unavailability: String? { get }
 }
 
 /// Opens the store a `--database` address names, with the password from

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -10,26 +11,69 @@ final class TunnelRegistry: Sendable {
         var totals = TunnelServerTotals()
         /// Tunnels logged in per login, kept with the peers so a check and its claim are one step.
         var tunnelsByLogin: [String: Int] = [:]
+        /// When the heap a peak of tunnels grew is handed back.
+        var heapTrims: HeapTrimSchedule
     }
 
-    private let state = NIOLockedValueBox(State())
+    private let state: NIOLockedValueBox<State>
     let startedAt = Date()
+    private let logger: Logger
+
+    init(heapTrims: HeapTrimSchedule = HeapTrimSchedule(), logger: Logger = Logger(label: "tunnel-server")) {
+        self.state = NIOLockedValueBox(State(heapTrims: heapTrims))
+        self.logger = logger
+    }
 
     func add(_ peer: TunnelPeer) {
         state.withLockedValue { state in
             state.peers[ObjectIdentifier(peer)] = peer
             state.totals.accepted()
+            let open = state.peers.count
+            state.heapTrims.opened(openNow: open)
         }
     }
 
     /// `final`: the tunnel's counters as it closed, kept in the totals since start.
     func remove(_ peer: TunnelPeer, final: TunnelStatistics) {
-        state.withLockedValue { state in
-            guard state.peers.removeValue(forKey: ObjectIdentifier(peer)) != nil else { return }
+        let trim = state.withLockedValue { state -> HeapTrimSchedule.Decision in
+            guard state.peers.removeValue(forKey: ObjectIdentifier(peer)) != nil else { return .nothing }
             state.totals.closed(with: final)
-            guard let login = peer.currentLogin else { return }
-            let remaining = (state.tunnelsByLogin[login] ?? 1) - 1
-            state.tunnelsByLogin[login] = remaining > 0 ? remaining : nil
+            if let login = peer.currentLogin {
+                let remaining = (state.tunnelsByLogin[login] ?? 1) - 1
+                state.tunnelsByLogin[login] = remaining > 0 ? remaining : nil
+            }
+            let open = state.peers.count
+            return state.heapTrims.closed(openNow: open, now: .now)
+        }
+        carryOut(trim, on: peer.channel.eventLoop)
+    }
+
+    private func carryOut(_ decision: HeapTrimSchedule.Decision, on eventLoop: EventLoop) {
+        switch decision {
+        case .nothing:
+            return
+        case .checkAgain(let after):
+            eventLoop.scheduleTask(in: TimeAmount(after)) {
+                let decision = self.state.withLockedValue { state in
+                    let open = state.peers.count
+                    return state.heapTrims.deferredCheck(openNow: open, now: .now)
+                }
+                self.carryOut(decision, on: eventLoop)
+            }
+        case .trimNow:
+            // Off the event loops: it takes each malloc arena's lock in turn.
+            let logger = self.logger
+            let open = state.withLockedValue { $0.peers.count }
+            Thread.detachNewThread {
+                let before = ProcessFigures.current()?.residentMemoryBytes
+                MallocTuning.trim()
+                let after = ProcessFigures.current()?.residentMemoryBytes
+                logger.info(
+                    "freed memory given back to the system after a peak of tunnels",
+                    metadata: [
+                        "tunnels": "\(open)", "rss-before-mib": "\(before.map { $0 >> 20 } ?? 0)", "rss-after-mib": "\(after.map { $0 >> 20 } ?? 0)",
+                    ])
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -85,6 +86,7 @@ public final class TunnelServer: Sendable {
     private let live: NIOLockedValueBox<Settings>
     /// The destination rules every flow asks at open, old tunnels' too.
     private let authorizer: ReloadableAuthorizer
+    private let statusWarnings = NIOLockedValueBox<[@Sendable () -> [String]]>([])
     /// The one shutdown: every caller awaits the same work.
     private let shutdownWork = NIOLockedValueBox<Task<Void, Never>?>(nil)
     public let localAddress: SocketAddress
@@ -114,7 +116,7 @@ public final class TunnelServer: Sendable {
         let authorizer = ReloadableAuthorizer(settings.opener.authorizer)
         settings.opener.authorizer = authorizer
         let live = NIOLockedValueBox(settings)
-        let tunnels = TunnelRegistry()
+        let tunnels = TunnelRegistry(logger: logger)
         let admission = ConnectionAdmission(
             limits: settings.admissionLimits, roll: settings.startupsRoll, logInterval: settings.refusalLogInterval, metrics: settings.metrics,
             logger: logger)
@@ -268,9 +270,29 @@ public final class TunnelServer: Sendable {
     /// The tunnels' connections now (for tests).
     var tunnelChannels: [Channel] { tunnels.all.map(\.channel) }
 
-    /// Every tunnel now, with its counters from its event loop.
+    /// Every tunnel now, with its counters from its event loop, and what the operator should act on.
     public func status() async -> TunnelServerStatus {
-        await tunnels.status()
+        var status = await tunnels.status()
+        let warnings = certificateWarnings() + statusWarnings.withLockedValue { $0 }.flatMap { $0() }
+        status.warnings = warnings.isEmpty ? nil : warnings
+        return status
+    }
+
+    /// Told to `status` besides the certificate's (the shared database away, say).
+    public func addStatusWarnings(_ source: @escaping @Sendable () -> [String]) {
+        statusWarnings.withLockedValue { $0.append(source) }
+    }
+
+    /// The served certificate's end near or past, or a client CA expired (`CertificateExpiry`).
+    public func certificateWarnings(now: Date = Date()) -> [String] {
+        servingSettings.tls?.expiry.warnings(now: now) ?? []
+    }
+
+    /// Logs `certificateWarnings`: at start, after each reload and once a day.
+    public func logCertificateWarnings() {
+        for warning in certificateWarnings() {
+            logger.warning("\(warning)")
+        }
     }
 
     /// Ends the tunnels logged in as `login` (`tunnel-server kick`); how many.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import Prometheus
 import ServiceLifecycle
@@ -97,14 +98,25 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         }
         defer { handle?.stop(logger: logger) }
         var metrics: LocalListener?
+        // The certificate served now (a reload may read a renewed one); the server starts after the metrics.
+        let serving = NIOLockedValueBox<TunnelServer?>(nil)
+        let initialTLS = settings.tls
         if let metricsEndpoint {
+            let database = self.database
             metrics = try await MetricsEndpoint.start(
                 host: metricsEndpoint.endpoint.host, port: metricsEndpoint.endpoint.port,
-                registry: metricsEndpoint.registry, group: group, logger: logger)
+                registry: metricsEndpoint.registry, group: group, logger: logger,
+                certificateExpiry: { (serving.withLockedValue { $0 }?.servingSettings.tls ?? initialTLS)?.expiry },
+                databaseAnswers: { database.map { $0.unavailability == nil } })
         }
         // Trapped before anything listens: a SIGHUP from then on reloads and never ends the server.
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         let server = try await TunnelServer.start(settings: settings, group: group, logger: logger)
+        serving.withLockedValue { $0 = server }
+        if let database {
+            server.addStatusWarnings { database.unavailability.map { [$0] } ?? [] }
+        }
+        server.logCertificateWarnings()
         database?.whenLoginRemoved { [logger] login in
             let ended = server.endTunnels(ofLogin: login)
             logger.notice("login removed from the database", metadata: ["login": "\(PeerText.quoted(login, limit: 64))", "tunnels-ended": "\(ended)"])
@@ -132,6 +144,13 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         let reloads = Task {
             for await _ in hangups { _ = reloader.reload() }
         }
+        // A certificate nears its end on a server no one reloads: said again each day.
+        let certificateChecks = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(86_400))
+                if !Task.isCancelled { server.logCertificateWarnings() }
+            }
+        }
         // Serve until asked to stop, or until the listener dies on its own.
         await withGracefulShutdownHandler {
             try? await server.closeFuture.get()
@@ -139,6 +158,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
             Task { await server.shutdown() }
         }
         reloads.cancel()
+        certificateChecks.cancel()
         await server.shutdown()
         await controlSocket?.close()
         await metrics?.close()

@@ -26,6 +26,20 @@ public enum MallocTuning {
         #endif
     }
 
+    /// Gives the kernel back the free pages of every arena, the ones below
+    /// each heap's top too (which the trim threshold never reaches): what a
+    /// peak of tunnels left behind once they closed. Takes each arena's lock in
+    /// turn, for milliseconds per hundred MiB: call it off the event loops, and
+    /// seldom (`HeapTrimSchedule`). True when some memory was given back.
+    @discardableResult
+    public static func trim() -> Bool {
+        #if canImport(Glibc)
+        return st_malloc_trim() == 1
+        #else
+        return false
+        #endif
+    }
+
     /// False when the user set any of malloc's tunables: theirs win.
     static func applies(glibcTunables: String?) -> Bool {
         !(glibcTunables ?? "").contains("glibc.malloc.")

@@ -12,6 +12,9 @@ public final class TLSContext: @unchecked Sendable {
     let sslContext: OpaquePointer
     /// Kept alive for the verify callback, which receives it unretained.
     private let pins: PinnedFingerprints?
+    /// When our certificate and (a server's) client CAs stop being valid, as read with them (`CertificateExpiry`).
+    /// Set in `init` only.
+    public private(set) var expiry = CertificateExpiry(certificateNotAfter: nil, clientCAs: [])
 
     public init(configuration: TLSConfiguration) throws(TLSError) {
         OpenSSLErrorQueue.clear()
@@ -105,6 +108,7 @@ public final class TLSContext: @unchecked Sendable {
                 throw .invalidConfiguration(
                     "certificate in \(origin) unusable: " + OpenSSLErrorQueue.drain(fallback: "rejected"))
             }
+            expiry.certificateNotAfter = X509Inspection.notAfter(leaf)
             while let intermediate = PEM_read_bio_X509(bio, nil, nil, nil) {
                 defer { X509_free(intermediate) }
                 guard ctls_SSL_CTX_add1_chain_cert(context, intermediate) == 1 else {
@@ -178,6 +182,9 @@ public final class TLSContext: @unchecked Sendable {
             return
         }
         try loadVerifyLocations(caFile)
+        if let data = FileManager.default.contents(atPath: caFile) {
+            expiry.clientCAs = X509Inspection.validities(pem: [UInt8](data))
+        }
         // Tell clients which CAs we accept, so they pick the right certificate.
         if let names = SSL_load_client_CA_file(caFile) {
             SSL_CTX_set_client_CA_list(sslContext, names)

@@ -1,5 +1,6 @@
 import COpenSSL
 import CTLSShims
+import Foundation
 
 /// Read-only facts about an OpenSSL `X509 *`, as Swift values.
 enum X509Inspection {
@@ -29,5 +30,30 @@ enum X509Inspection {
             name.count <= 253 && name.allSatisfy { (0x21...0x7e).contains($0) }
         }
         return names.prefix(limit).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The end of the certificate's validity (notAfter).
+    static func notAfter(_ certificate: OpaquePointer) -> Date? {
+        guard let time = X509_get0_notAfter(certificate) else { return nil }
+        var parts = tm()
+        guard ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+    }
+
+    /// Every certificate in PEM `bytes` (a CA file), with its subject and end of validity; what is not a certificate is skipped.
+    static func validities(pem bytes: [UInt8]) -> [CertificateValidity] {
+        let found = try? MemoryBIO.withReadOnly(bytes) { bio throws(TLSError) -> [CertificateValidity] in
+            var found: [CertificateValidity] = []
+            while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+                defer { X509_free(certificate) }
+                if let notAfter = notAfter(certificate) {
+                    found.append(CertificateValidity(subject: subject(certificate) ?? "unknown subject", notAfter: notAfter))
+                }
+            }
+            // Reading past the last certificate leaves a harmless "no start line".
+            OpenSSLErrorQueue.clear()
+            return found
+        }
+        return found ?? []
     }
 }

@@ -71,6 +71,8 @@ extension TunnelServer {
             summary += "; kept until a restart: \(kept)"
             logger.warning("configuration reloaded; some changes need a restart and were not applied", metadata: metadata)
         }
+        // A renewed certificate ends the warning; one still near its end, or a client CA expired, is said again.
+        logCertificateWarnings()
         if !reload.applied.isEmpty {
             logger.info("tunnels already open keep their limits and pushed configuration until they reconnect; every tunnel's next flow and packet meets the new destination rules")
         }

@@ -47,9 +47,12 @@ public struct TunnelServerStatus: Codable, Sendable, Equatable {
     public var tunnels: [Tunnel]
     public var totals: Totals
     public var sinceStart: SinceStart
+    /// What the operator should act on (a certificate near its end); nil when nothing.
+    public var warnings: [String]?
 
     public var text: String {
-        var lines = [
+        var lines = (warnings ?? []).map { "warning: \($0)" }
+        lines += [
             "open now: \(totals.tunnels) tunnels, \(totals.openFlows) flows, "
                 + "bytes: \(totals.bytesFromClients) from clients, \(totals.bytesToClients) to clients",
             "since \(sinceStart.startedAt): \(sinceStart.tunnelsAccepted) tunnels accepted, \(sinceStart.tunnelsClosed) closed, "

@@ -30,6 +30,8 @@ public final class AddressPool: Sendable {
     private let saved = NIOLockedValueBox<UInt64>(0)
     /// Releases asked for so far, freeing or not (tests wait for one instead of sleeping).
     private let releases = NIOLockedValueBox(0)
+    /// A full or read-only state folder fails every save: one line a minute at most, and one when a save works again.
+    private let saveFailures = NIOLockedValueBox((log: LineRateLimiter(interval: .seconds(60)), failing: false))
     private let logger: Logger
 
     /// Loads the remembered leases from `file`, if given; fails when it is unreadable.
@@ -89,8 +91,24 @@ public final class AddressPool: Sendable {
             do {
                 try file.save(remembered)
                 saved = generation
+                let recovered = saveFailures.withLockedValue { failures in
+                    defer { failures.failing = false }
+                    return failures.failing
+                }
+                if recovered { logger.notice("leases saved again", metadata: ["leases": "\(file.path)"]) }
             } catch {
-                logger.error("\(error)", metadata: ["consequence": "clients may get other addresses after a restart"])
+                // Each save replaces the file whole (`AtomicFile`): the last good one stays, and memory keeps the rest.
+                let unlogged = saveFailures.withLockedValue { failures in
+                    failures.failing = true
+                    return failures.log.admit()
+                }
+                guard let unlogged else { return }
+                logger.error(
+                    "\(error)",
+                    metadata: [
+                        "consequence": "the last saved file stays and the server serves from memory; clients may get other addresses after a restart",
+                        "unlogged": "\(unlogged)",
+                    ])
             }
         }
     }

@@ -8,8 +8,14 @@ import Prometheus
 /// `GET /metrics` answers with the registry's current values, the build and
 /// the process's figures read then (`ScrapeTimeMetrics`); anything else is 404.
 public enum MetricsEndpoint {
-    public static func start(host: String, port: Int, registry: PrometheusCollectorRegistry, group: EventLoopGroup, logger: Logger) async throws -> LocalListener {
-        let scrapeTime = ScrapeTimeMetrics(registry: registry)
+    /// - Parameters:
+    ///   - certificateExpiry: the certificate served now, read at each scrape.
+    ///   - databaseAnswers: whether the shared database answers now (nil without one), read at each scrape.
+    public static func start(
+        host: String, port: Int, registry: PrometheusCollectorRegistry, group: EventLoopGroup, logger: Logger,
+        certificateExpiry: @escaping @Sendable () -> CertificateExpiry? = { nil }, databaseAnswers: @escaping @Sendable () -> Bool? = { nil }
+    ) async throws -> LocalListener {
+        let scrapeTime = ScrapeTimeMetrics(registry: registry, certificateExpiry: certificateExpiry, databaseAnswers: databaseAnswers)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in

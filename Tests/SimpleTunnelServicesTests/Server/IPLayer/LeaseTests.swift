@@ -69,6 +69,34 @@ struct LeaseTests {
         #expect(book.remembered == ["login:bob": try Self.address("10.90.0.3")])
     }
 
+    @Test func aStateFolderThatCannotBeWrittenKeepsTheLastGoodFileLogsOnceAndSaysWhenSavesWorkAgain() throws {
+        let directory = NSTemporaryDirectory() + "leases-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = LeaseFile(path: directory + "/leases.json")
+        let (logger, log) = CapturingLogHandler.logger()
+        let range = try Self.address("10.90.0.2")...(try Self.address("10.90.0.20"))
+        let pool = try AddressPool(range: range, file: file, logger: logger)
+        _ = try #require(pool.lease(for: "login:alice"))
+        let good = try String(contentsOfFile: file.path, encoding: .utf8)
+
+        // Every save now fails, as on a full or read-only folder: the replacement cannot even be created.
+        let blocker = file.path + ".tmp-\(getpid())"
+        try FileManager.default.createDirectory(atPath: blocker + "/in-the-way", withIntermediateDirectories: true)
+        let logins = (0..<5).map { "login:user\($0)" }
+        let leased = logins.compactMap { pool.lease(for: $0) }
+        #expect(leased.count == 5, "the server serves from memory")
+        #expect(try String(contentsOfFile: file.path, encoding: .utf8) == good, "the last good file stays whole")
+        let errors = log.all.filter { $0.message.hasPrefix("cannot save leases to \(file.path)") }
+        #expect(errors.count == 1, "one line a minute, not one per lease: \(log.all.map(\.message))")
+        #expect(errors.first?.metadata["unlogged"] == "0")
+
+        try FileManager.default.removeItem(atPath: blocker)
+        _ = try #require(pool.lease(for: "login:bob"))
+        #expect(log.all.contains { $0.message == "leases saved again" }, "\(log.all.map(\.message))")
+        let saved = try String(contentsOfFile: file.path, encoding: .utf8)
+        #expect(saved.contains("login:user4") && saved.contains("login:bob") && saved.contains("login:alice"), "\(saved)")
+    }
+
     @Test func theLeaseFileSurvivesARestartAndABadOneIsRefusedByName() throws {
         let directory = NSTemporaryDirectory() + "leases-\(UUID().uuidString)/state"
         defer { try? FileManager.default.removeItem(atPath: (directory as NSString).deletingLastPathComponent) }
