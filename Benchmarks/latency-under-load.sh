@@ -32,10 +32,13 @@
 # (unacked x MSS) and queued in tbf at that moment.
 #
 # Usage (root: namespaces, tc, sshd, TUN):
-#   Benchmarks/latency-under-load.sh
+#   Benchmarks/latency-under-load.sh                 10, 40 and 200 Mbit/s, one table each
 #   RATE=10mbit DURATION=15 Benchmarks/latency-under-load.sh
 # Options (environment):
-#   RATE=40mbit          tbf rate on each end (e.g. 10mbit, 40mbit, 200mbit)
+#   RATES="10mbit 40mbit 200mbit"   the links measured, one after the other, each in new
+#                        namespaces with its own table: a phone's LTE or café Wi-Fi, and a
+#                        fast link where the tunnel's own buffers must not be what limits it
+#   RATE=                one tbf rate on each end instead (e.g. 40mbit)
 #   DURATION=12          seconds of each download
 #   IDLE_SECONDS=5       seconds of idle probing
 #   OPEN_AT=3            seconds into the download when the "during" echo flow opens
@@ -51,14 +54,15 @@
 #   TAG=                 suffix for the result files, e.g. TAG=baseline
 # Output: the table on stdout (progress on stderr); benchmark-results/latency-under-load-RATE[-TAG].json
 # and every process's log plus the ss/tc snapshots in benchmark-results/latency-under-load-logs/
-# (git-ignored). Takes about 4 minutes with the defaults (plus the build).
+# (git-ignored). Takes about 4 minutes per rate with the defaults (plus the build).
 #
 # Needs (it installs nothing): iperf3, openssh-server, openssh-client, iproute2, openssl,
 # python3, coreutils. Traffic stays inside the two namespaces, which are deleted on exit
 # (also on Ctrl-C) together with every process started here.
 set -euo pipefail
 
-RATE=${RATE:-40mbit}
+RATES=${RATES:-10mbit 40mbit 200mbit}
+RATE=${RATE:-}
 DURATION=${DURATION:-12}
 IDLE_SECONDS=${IDLE_SECONDS:-5}
 OPEN_AT=${OPEN_AT:-3}
@@ -89,8 +93,25 @@ whole() { case $2 in '' | *[!0-9]*) die "$1 must be a whole number, not '$2'" ;;
 whole DURATION "$DURATION"; whole IDLE_SECONDS "$IDLE_SECONDS"; whole OPEN_AT "$OPEN_AT"
 whole INTERVAL_MS "$INTERVAL_MS"; whole PROBE_TIMEOUT "$PROBE_TIMEOUT"
 [ "$OPEN_AT" -lt $((DURATION - 2)) ] || die "OPEN_AT ($OPEN_AT) must be at least 2 s before the download ends (DURATION=$DURATION)"
-[[ "$RATE" =~ ^[0-9]+[kmg]?bit$ ]] || die "RATE must look like 40mbit, not '$RATE'"
 [ "$(id -u)" = 0 ] || die "run as root (network namespaces, tc, sshd, TUN)"
+if [ -z "$RATE" ]; then
+    # Several rates: build once, then this script once per rate, each with its own namespaces.
+    for rate in $RATES; do
+        [[ "$rate" =~ ^[0-9]+[kmg]?bit$ ]] || die "each of RATES must look like 40mbit, not '$rate'"
+    done
+    if [ "$SKIP_BUILD" != 1 ] && [[ " $SETUPS " == *" ours "* || " $SETUPS " == *" ip "* ]]; then
+        log "building release binaries"
+        swift build -c release --product tunnel-server >&2
+        swift build -c release --product tunnel-client >&2
+    fi
+    status=0
+    for rate in $RATES; do
+        echo; echo "=== $rate ==="
+        RATE=$rate SKIP_BUILD=1 "$0" || { status=$?; log "the run at $rate failed (status $status)"; }
+    done
+    exit "$status"
+fi
+[[ "$RATE" =~ ^[0-9]+[kmg]?bit$ ]] || die "RATE must look like 40mbit, not '$RATE'"
 
 # ---------------------------------------------------------------- requirements
 missing=()

@@ -2,6 +2,10 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The last handler of a tunnel's pipeline: hands decoded messages to the
 /// tunnel's `TunnelMultiplexer` and lets it write messages back. Ends the
 /// tunnel on a fault that B5 says ends it, logging the reason.
@@ -23,6 +27,23 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     private var closeReason: String?
     /// A read NIO asked for while the multiplexer held the peer back.
     private var readHeld = false
+    /// The link's rate and the sizes that follow, from the tunnel socket's
+    /// TCP_INFO, read at most every `paceInterval` as the tunnel writes.
+    private var pace = LinkPace()
+    private var appliedSizes = LinkPace().sizes
+    private var nextPaceReading = NIODeadline.uptimeNanoseconds(0)
+    /// Often enough to follow a link whose rate changes (a phone moving
+    /// between cells) within a few round trips; rarely enough that the
+    /// `getsockopt` costs nothing beside the writes between two readings.
+    static let paceInterval: TimeAmount = .milliseconds(20)
+    /// What the last reading saw queued in front of the link, and the room it allowed.
+    public private(set) var lastQueueReading: TunnelQueueReading?
+    /// The most seen queued in front of the link (channel and kernel unsent)
+    /// since the last "link queue" line, logged at debug once a second at most.
+    private var queuePeak = 0
+    /// The largest room in force over the same time, what the peak is held against.
+    private var roomPeak = 0
+    private var nextQueueLine = NIODeadline.uptimeNanoseconds(0)
 
     /// The tunnel's multiplexer; exists once the handler is in a pipeline.
     public private(set) var multiplexer: TunnelMultiplexer?
@@ -59,7 +80,77 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     public func flush() {
-        context?.flush()
+        guard let context else { return }
+        context.flush()
+        let now = NIODeadline.now()
+        if now >= nextPaceReading {
+            readPace(context: context, now: now)
+        }
+    }
+
+    // MARK: Pace
+
+    private func readPace(context: ChannelHandlerContext, now: NIODeadline) {
+        nextPaceReading = now + Self.paceInterval
+        guard let reading = TCPInfoReading.read(from: context.channel) else {
+            // No socket under this channel (tests in memory): nothing to pace.
+            nextPaceReading = .distantFuture
+            return
+        }
+        // On the channel's own loop the reading completes at once.
+        reading.assumeIsolated().whenComplete { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let raw):
+                if let reading = raw.reading { self.paced(reading, at: now) }
+            case .failure:
+                // Not a TCP socket (a Unix one): its buffers keep the fixed sizes.
+                self.nextPaceReading = .distantFuture
+            }
+        }
+    }
+
+    private func paced(_ reading: TCPInfoReading, at now: NIODeadline) {
+        guard let context else { return }
+        pace.update(reading, at: now)
+        let sizes = pace.sizes
+        let buffered = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        lastQueueReading = TunnelQueueReading(
+            rate: pace.rate, room: appliedSizes.room, unsentLowWatermark: appliedSizes.unsentLowWatermark,
+            channelBytes: buffered, unsentBytes: reading.unsentBytes.map(Int.init), bytesInFlight: reading.bytesInFlight)
+        if logger.logLevel <= .debug {
+            queuePeak = max(queuePeak, buffered + Int(reading.unsentBytes ?? 0))
+            roomPeak = max(roomPeak, appliedSizes.room)
+            if now >= nextQueueLine {
+                logger.debug(
+                    "link queue",
+                    metadata: [
+                        "peak-queued-bytes": "\(queuePeak)", "room-bytes": "\(roomPeak)",
+                        "rate-bytes-per-second": "\(pace.rate ?? 0)", "in-flight-bytes": "\(reading.bytesInFlight)",
+                    ])
+                queuePeak = 0
+                roomPeak = appliedSizes.room
+                nextQueueLine = now + .seconds(1)
+            }
+        }
+        guard sizes != appliedSizes else { return }
+        appliedSizes = sizes
+        multiplexer?.turnBytes = sizes.turn
+        (try? context.pipeline.syncOperations.handler(type: TLSHandler.self))?.batchSize = sizes.tlsBatch
+        do {
+            try context.channel.syncOptions?.setOption(.writeBufferWaterMark, value: sizes.channelWaterMark)
+            try context.channel.syncOptions?.setOption(
+                ChannelOptions.Types.SocketOption(level: .tcp, name: NIOBSDSocket.Option(rawValue: TCP_NOTSENT_LOWAT)),
+                value: SocketOptionValue(sizes.unsentLowWatermark))
+        } catch {
+            logger.debug("cannot resize the tunnel socket's buffers", metadata: ["error": "\(error)"])
+        }
+        logger.debug(
+            "link pace",
+            metadata: [
+                "rate-bytes-per-second": "\(pace.rate ?? 0)", "room-bytes": "\(sizes.room)",
+                "unsent-lowat-bytes": "\(sizes.unsentLowWatermark)", "queued-bytes": "\(buffered + Int(reading.unsentBytes ?? 0))",
+            ])
     }
 
     // MARK: Pipeline

@@ -52,14 +52,15 @@ extension TunnelMultiplexer {
         }
     }
 
-    /// An IP flow's turn in the tunnel: up to one quantum of its packets.
+    /// An IP flow's turn in the tunnel: up to one turn (`turnBytes`) of its packets.
     /// Returns whether anything was written.
     func sendIPTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
         var sent = 0
         var wrote = false
         let now = NIODeadline.now()
-        turn: while sent < limits.maximumDataChunk, output.isWritable {
-            switch transitionIP(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent, now: now) }) {
+        let quantum = turn
+        turn: while sent < quantum, output.isWritable {
+            switch transitionIP(identifier, { $0.nextToSend(maximumChunk: quantum - sent, now: now) }) {
             case .send(_, let bytes)?:
                 wrote = true
                 sent += bytes

@@ -46,7 +46,8 @@ public final class TunnelMultiplexer {
         /// Server: replies and other control messages waiting for a peer that
         /// does not read. At this many the peer is not read until they drain.
         public var controlBacklogLimit = 1024
-        /// Largest `data` payload sent; also a flow's turn in the schedule.
+        /// Largest `data` payload sent, and a flow's largest turn in the
+        /// schedule; the turn follows the link's rate below it (`turnBytes`).
         public var maximumDataChunk = 64 * 1024
 
         public init() {}
@@ -91,6 +92,13 @@ public final class TunnelMultiplexer {
     var udp = UDPFlowCount()
     var pending = PendingWork()
     var isClosed = false
+    /// Payload one flow sends per turn: what its handler's `LinkPace` says, at
+    /// most `limits.maximumDataChunk` (until a reading, that).
+    var turnBytes: Int {
+        get { turn }
+        set { turn = max(1, min(newValue, limits.maximumDataChunk)) }
+    }
+    private(set) var turn: Int
     /// Lines a peer can cause as often as it likes: one a second per tunnel,
     /// the next one saying how many were left out.
     private var peerNotices = LineRateLimiter(interval: .seconds(1))
@@ -105,6 +113,7 @@ public final class TunnelMultiplexer {
         self.output = output
         self.eventLoop = eventLoop
         self.limits = limits
+        self.turn = limits.maximumDataChunk
         self.logger = logger
         self.counters = TunnelCounters(metrics: metrics)
         let overrun: SuspendAllowance.Overrun
@@ -313,13 +322,14 @@ public final class TunnelMultiplexer {
         updatePeerReading()
     }
 
-    /// Sends up to one quantum of a flow's queue; returns whether anything was written.
+    /// Sends up to one turn of a flow's queue; returns whether anything was written.
     private func sendTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
         var sent = 0
         var wrote = false
-        while sent < limits.maximumDataChunk, output.isWritable {
+        let turn = self.turn
+        while sent < turn, output.isWritable {
             // `transition` writes what the flow sends.
-            switch transition(identifier, { $0.nextToSend(maximumChunk: limits.maximumDataChunk - sent) }) {
+            switch transition(identifier, { $0.nextToSend(maximumChunk: turn - sent) }) {
             case .send(let item)?:
                 wrote = true
                 sent += item.payloadBytes

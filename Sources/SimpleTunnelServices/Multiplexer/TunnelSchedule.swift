@@ -1,7 +1,7 @@
 import NIOCore
 
 /// What goes into the tunnel next, as a value: control messages first, then
-/// flows in turns of one quantum each. A flow that had nothing to send and now
+/// flows in turns of `TunnelMultiplexer.turnBytes` each. A flow that had nothing to send and now
 /// has (a keystroke, a request) goes ahead of flows that stay backlogged (a
 /// download), as fq_codel serves its new flows before its old ones; after one
 /// turn that leaves it with more to send, it joins the backlogged round.

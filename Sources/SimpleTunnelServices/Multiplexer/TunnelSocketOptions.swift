@@ -23,10 +23,10 @@ enum TunnelSocketOptions {
     /// a keystroke waits behind little bulk data: bytes the kernel holds unsent
     /// (TCP_NOTSENT_LOWAT; the socket reports writable, and accepts more, only
     /// below it) and bytes in the channel's outbound buffer (its watermarks).
-    /// On a 40 Mbit/s link this took an echo's p95 beside a download from about
-    /// 690 ms to about 150 ms at unchanged throughput (Benchmarks/latency-under-load.sh).
-    static let unsentLowWatermark = 16 * 1024
-    static let writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 32 * 1024, high: 64 * 1024)
+    /// These are the sizes a tunnel starts with, those of a fast link; the
+    /// tunnel's handler then lowers them to its link's rate (`LinkPace`).
+    static let unsentLowWatermark = LinkPace.Sizes.fastest.unsentLowWatermark
+    static let writeBufferWaterMark = LinkPace.Sizes.fastest.channelWaterMark
 
     /// A server's accepted tunnel: these options, and TCP_USER_TIMEOUT. Liveness
     /// of a tunnel that carries flows rests on the kernel alone: the server

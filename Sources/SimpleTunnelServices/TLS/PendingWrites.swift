@@ -22,7 +22,7 @@ struct PendingWrites {
     }
 
     /// Everything held becomes ready to encrypt: on flush, or early when
-    /// enough has piled up (see `TLSHandler.batchSize`).
+    /// enough has piled up (see `TLSHandler.batchSize`, which the tunnel sets to its link's pace).
     mutating func markAllFlushed() {
         flushedCount = writes.count
         flushedByteCount = byteCount

@@ -243,7 +243,7 @@ final class TLSEngine {
 
     /// Per-record bytes beyond the plaintext: header, content type, tag, CBC padding and IV at worst.
     private static let recordOverhead = 5 + 1 + 16 + 256 + 16
-    private static let maximumStartCapacity = 2 * TLSHandler.batchSize + 64 * 1024
+    private static let maximumStartCapacity = 2 * TLSHandler.maximumBatchSize + 64 * 1024
 
     /// Queues our close_notify. `.complete` once both sides' notifications are done.
     func shutdown() -> Step {

@@ -48,7 +48,18 @@ public final class TLSHandler: ChannelDuplexHandler {
     /// Plaintext is encrypted and handed down in batches of about this size:
     /// buffers stay bounded, and once this much is written (even unflushed) it
     /// moves into the channel's own outbound buffer, where writability sees it.
-    static let batchSize = 64 * 1024
+    /// The most a fast link needs; the tunnel lowers `batchSize` to its link's pace.
+    public static let maximumBatchSize = 64 * 1024
+
+    /// The batch size now, between one byte and `maximumBatchSize`: set by
+    /// whoever knows the link's rate, so that what waits here unflushed, unseen
+    /// by the channel's writability, is no more than the link takes in a few
+    /// milliseconds. Below a record it moves partial records too.
+    public var batchSize: Int {
+        get { batch }
+        set { batch = max(1, min(newValue, Self.maximumBatchSize)) }
+    }
+    private var batch = TLSHandler.maximumBatchSize
     /// TLS's largest record plaintext: writes are packed into records this full.
     static let recordSize = 16_384
 
@@ -157,7 +168,7 @@ public final class TLSHandler: ChannelDuplexHandler {
             pendingWrites.append(unwrapOutboundIn(data), promise: promise)
         case .active:
             pendingWrites.append(unwrapOutboundIn(data), promise: promise)
-            if pendingWrites.byteCount >= Self.batchSize {
+            if pendingWrites.byteCount >= batch {
                 // Written but not flushed: the ciphertext waits unflushed in the channel.
                 pendingWrites.markAllFlushed()
                 encryptFlushedWrites(context: context, flush: .never)
@@ -308,7 +319,7 @@ public final class TLSHandler: ChannelDuplexHandler {
         }
         isEncrypting = true
         // Before the user's flush, a last partial record waits for more writes.
-        var finished = encryptAndEmitFlushedWrites(context: context, wholeRecordsOnly: flush == .never)
+        var finished = encryptAndEmitFlushedWrites(context: context, wholeRecordsOnly: flush == .never && batch >= Self.recordSize)
         if finished && flush == .never && flushRequestedWhileEncrypting {
             // The user flushed meanwhile: the partial record goes too.
             finished = encryptAndEmitFlushedWrites(context: context, wholeRecordsOnly: false)
@@ -329,7 +340,7 @@ public final class TLSHandler: ChannelDuplexHandler {
         guard let engine else { return false }
         var completed: [EventLoopPromise<Void>] = []
         while let chunk = pendingWrites.nextFlushedChunk(
-            recordSize: Self.recordSize, maximum: Self.batchSize, wholeRecordsOnly: wholeRecordsOnly)
+            recordSize: Self.recordSize, maximum: batch, wholeRecordsOnly: wholeRecordsOnly)
         {
             switch engine.write(chunk.plaintext) {
             case .complete:
@@ -345,7 +356,7 @@ public final class TLSHandler: ChannelDuplexHandler {
                 fail(context: context, error: error)
                 return false
             }
-            if engine.bufferedOutgoingCiphertextCount >= Self.batchSize {
+            if engine.bufferedOutgoingCiphertextCount >= batch {
                 sendCiphertext(context: context, completing: completed, flush: .never)
                 completed = []
             }
