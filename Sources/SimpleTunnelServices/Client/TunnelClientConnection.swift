@@ -64,7 +64,7 @@ public final class TunnelClientConnection: Sendable {
         let eventLoop = group.next()
         let activePromise = eventLoop.makePromise(of: NIOLoopBound<TunnelMultiplexer>.self)
         let configurationPromise = eventLoop.makePromise(of: [String: PropertyListValue].self)
-        let loginPromise = eventLoop.makePromise(of: TunnelConnectionOpenResult.self)
+        let loginPromise = eventLoop.makePromise(of: TunnelLoginAnswer.self)
         let tlsFailure = NIOLockedValueBox<TLSError?>(nil)
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(settings.connectTimeout)
@@ -93,7 +93,7 @@ public final class TunnelClientConnection: Sendable {
                                     loginPromise.completeWith($0.mapError { $0 })
                                 }
                             } else {
-                                loginPromise.succeed(.success)
+                                loginPromise.succeed(TunnelLoginAnswer(result: .success))
                             }
                             multiplexer.fetchConfiguration { configurationPromise.completeWith($0.mapError { $0 }) }
                             activePromise.succeed(NIOLoopBound(multiplexer, eventLoop: channel.eventLoop))
@@ -125,14 +125,15 @@ public final class TunnelClientConnection: Sendable {
         let configuration: [String: PropertyListValue]
         do {
             multiplexer = try await activePromise.futureResult.get()
-            switch try await loginPromise.futureResult.get() {
+            let answer = try await loginPromise.futureResult.get()
+            switch answer.result {
             case .success: break
             case .timeout:
                 try? await channel.close()
                 throw TunnelLoginUnavailableError()
             default:
                 try? await channel.close()
-                throw TunnelLoginRefusedError(login: settings.credentials?.login ?? "")
+                throw TunnelLoginRefusedError(login: settings.credentials?.login ?? "", detail: answer.detail)
             }
             configuration = try await configurationPromise.futureResult.get()
         } catch let error as TunnelLoginRefusedError {
@@ -194,10 +195,25 @@ extension TunnelClientConnection.Settings {
 /// The server refused the login: trying again with the same password cannot help.
 public struct TunnelLoginRefusedError: Error, CustomStringConvertible {
     public var login: String
+    /// Why, when the server said (its `result-detail`, PROTOCOL.md B2): then the password was right.
+    public var detail: TunnelLoginRefusalDetail?
 
-    /// The protocol's refusal carries no reason (PROTOCOL.md B2), so the message names what it can be.
+    public init(login: String, detail: TunnelLoginRefusalDetail? = nil) {
+        self.login = login
+        self.detail = detail
+    }
+
+    /// Without a detail the refusal carries no reason (PROTOCOL.md B2), so the message names what it can be.
     public var description: String {
-        "the server refused the login \"\(login)\": a wrong login or password, or too many failed attempts from this address "
+        switch detail {
+        case .expired:
+            return "the server refused the login \"\(login)\": this login has expired; ask the server's operator to extend it (Server.Users Expires)"
+        case .disabled:
+            return "the server refused the login \"\(login)\": this login has been disabled by the server's operator"
+        case nil:
+            break
+        }
+        return "the server refused the login \"\(login)\": a wrong login or password, or too many failed attempts from this address "
             + "have locked it out for a while, or the login already holds as many tunnels as the server allows one login; "
             + "the server's log says which"
     }

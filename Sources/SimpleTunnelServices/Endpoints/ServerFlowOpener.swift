@@ -32,9 +32,15 @@ public final class ServerFlowOpener: FlowOpener {
     private let logger: Logger
     /// This tunnel's flow sockets; they count until closed, even after the tunnel.
     private let sockets: FlowSocketAccount
+    /// Why this tunnel may not open TCP and UDP flows now (its login's groups, or the server's setting); nil: it may.
+    private let appLayerRefusal: @Sendable () -> String?
 
-    public init(eventLoop: EventLoop, settings: Settings, ipFlows: (any IPFlowOpening)? = nil, logger: Logger) {
+    public init(
+        eventLoop: EventLoop, settings: Settings, ipFlows: (any IPFlowOpening)? = nil, appLayerRefusal: @escaping @Sendable () -> String? = { nil },
+        logger: Logger
+    ) {
         self.eventLoop = eventLoop
+        self.appLayerRefusal = appLayerRefusal
         self.ipFlows = ipFlows
         self.settings = settings
         self.logger = logger
@@ -46,6 +52,15 @@ public final class ServerFlowOpener: FlowOpener {
         reporter: FlowReporter,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
+        switch request {
+        case .tcp, .udp:
+            // Refused as the policy refuses a destination, so a SOCKS client hears "not allowed by ruleset".
+            if let refusal = appLayerRefusal() {
+                return completion(.failure(FlowOpenFailure(.refused, refusal, detail: .notAllowedByPolicy)))
+            }
+        case .ip:
+            break
+        }
         switch request {
         case .tcp(let destination):
             connect(to: destination, reporter: reporter, completion: completion)

@@ -38,7 +38,7 @@ struct ClientRequests {
     var nextIdentifier: TunnelConnectionIdentifier = 1
     var opens: [TunnelConnectionIdentifier: OpenCompletion] = [:]
     var configurations = CircularBuffer<(Result<[String: PropertyListValue], TunnelClosedError>) -> Void>()
-    var authentications = CircularBuffer<(Result<TunnelConnectionOpenResult, TunnelClosedError>) -> Void>()
+    var authentications = CircularBuffer<(Result<TunnelLoginAnswer, TunnelClosedError>) -> Void>()
 
     /// The tunnel is gone: every waiter hears so, once.
     mutating func failAll() {

@@ -69,9 +69,20 @@ extension TunnelMultiplexer {
     }
 
     /// Sends a login (PROTOCOL.md B2), taking result 4 as "try again later".
-    public func authenticate(login: String, password: String, completion: @escaping (Result<TunnelConnectionOpenResult, TunnelClosedError>) -> Void) {
+    public func authenticate(login: String, password: String, completion: @escaping (Result<TunnelLoginAnswer, TunnelClosedError>) -> Void) {
         guard !isClosed else { return completion(.failure(TunnelClosedError())) }
         client.authentications.append(completion)
         sendControl(.authenticate(login: login, password: password, offersRetryLater: true))
+    }
+}
+
+/// The server's answer to a login: its result code and, with a refusal, why (PROTOCOL.md B2).
+public struct TunnelLoginAnswer: Sendable, Hashable {
+    public var result: TunnelConnectionOpenResult
+    public var detail: TunnelLoginRefusalDetail?
+
+    public init(result: TunnelConnectionOpenResult, detail: TunnelLoginRefusalDetail? = nil) {
+        self.result = result
+        self.detail = detail
     }
 }

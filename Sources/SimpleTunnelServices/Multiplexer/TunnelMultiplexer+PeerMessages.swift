@@ -59,9 +59,9 @@ extension TunnelMultiplexer {
         case (.authenticate, .server):
             // No authentication is configured: every login is accepted (PROTOCOL.md A6).
             sendControl(.authenticateResult(.success))
-        case (.authenticateResult(let result), .client):
+        case (.authenticateResult(let result, let detail), .client):
             guard let request = client.authentications.popFirst() else { return dropUnexpected(message) }
-            request(.success(result))
+            request(.success(TunnelLoginAnswer(result: result, detail: detail)))
         case (.packets(let identifier, let packets), _):
             guard case .writeLocal? = transitionIP(identifier, { $0.receivePackets(packets) }) else {
                 return dropUnexpected(message)

@@ -6,11 +6,20 @@ import NIOCore
 struct TunnelIPFlows: IPFlowOpening {
     let layer: ServerIPLayer
     let peer: TunnelPeer
+    /// Whose groups' rules its packets meet too, asked per batch by its login.
+    var access: ServerAccess?
 
     func openIPFlow(
         reporter: FlowReporter, offersSuperPackets: Bool, eventLoop: EventLoop, logger: Logger,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
-        layer.open(reporter: reporter, peer: peer, offersSuperPackets: offersSuperPackets, eventLoop: eventLoop, logger: logger, completion: completion)
+        var loginFilter: (@Sendable () -> LoginPacketFilter?)?
+        if let access {
+            let peer = self.peer
+            loginFilter = { access.packetFilter(for: peer.currentLogin) }
+        }
+        layer.open(
+            reporter: reporter, peer: peer, offersSuperPackets: offersSuperPackets, eventLoop: eventLoop, logger: logger, loginFilter: loginFilter,
+            completion: completion)
     }
 }

@@ -53,6 +53,10 @@ public final class TunnelServer: Sendable {
         public var proxyProtocolFrom: IPNetworkList?
         /// Refusals a peer can cause are logged at most once per this interval, with counts.
         public var refusalLogInterval: TimeAmount = .seconds(10)
+        /// Who may do what (`Server.Groups`, `Server.Users`, `Server.AppLayer`); a reload replaces it for open tunnels too.
+        public var access = AccessRules.none
+        /// How often open tunnels are checked for a login that expired meanwhile.
+        public var expiryCheckInterval: TimeAmount = .milliseconds(250)
 
         public struct Authentication: Sendable {
             /// The users file, or the database several servers share.
@@ -87,6 +91,10 @@ public final class TunnelServer: Sendable {
     /// The destination rules every flow asks at open, old tunnels' too.
     private let authorizer: ReloadableAuthorizer
     private let statusWarnings = NIOLockedValueBox<[@Sendable () -> [String]]>([])
+    /// The groups and users every tunnel asks, by its login, at each flow and packet.
+    private let access: ServerAccess
+    /// Ends the tunnels of logins that expire while open.
+    private let expiryCheck: RepeatedTask
     /// The one shutdown: every caller awaits the same work.
     private let shutdownWork = NIOLockedValueBox<Task<Void, Never>?>(nil)
     public let localAddress: SocketAddress
@@ -95,12 +103,13 @@ public final class TunnelServer: Sendable {
     private let logger: Logger
 
     private init(
-        channel: Channel, tunnels: TunnelRegistry, live: NIOLockedValueBox<Settings>, authorizer: ReloadableAuthorizer, admission: ConnectionAdmission,
-        logger: Logger
+        channel: Channel, tunnels: TunnelRegistry, live: NIOLockedValueBox<Settings>, authorizer: ReloadableAuthorizer, access: ServerAccess,
+        admission: ConnectionAdmission, logger: Logger
     ) throws {
         self.channel = channel
         self.live = live
         self.authorizer = authorizer
+        self.access = access
         self.tunnels = tunnels
         self.admission = admission
         self.logger = logger
@@ -108,6 +117,10 @@ public final class TunnelServer: Sendable {
             throw ChannelError.unknownLocalAddress
         }
         self.localAddress = address
+        let interval = live.withLockedValue { $0.expiryCheckInterval }
+        self.expiryCheck = channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+            _ = Self.endRefusedLogins(tunnels: tunnels, access: access, logger: logger, onlyIfExpiring: true)
+        }
     }
 
     /// Binds the listener and starts accepting tunnels.
@@ -115,6 +128,7 @@ public final class TunnelServer: Sendable {
         var settings = settings
         let authorizer = ReloadableAuthorizer(settings.opener.authorizer)
         settings.opener.authorizer = authorizer
+        let access = ServerAccess(settings.access)
         let live = NIOLockedValueBox(settings)
         let tunnels = TunnelRegistry(logger: logger)
         let admission = ConnectionAdmission(
@@ -127,13 +141,15 @@ public final class TunnelServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try Self.initializeTunnel(
-                        channel, settings: live.withLockedValue { $0 }, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
+                        channel, settings: live.withLockedValue { $0 }, tunnels: tunnels, access: access, admission: admission, loginRefusals: loginRefusals,
+                        logger: logger)
                 }
             }
             .bind(host: settings.host, port: settings.port)
             .namingListenAddress(host: settings.host, port: settings.port)
             .get()
-        let server = try TunnelServer(channel: channel, tunnels: tunnels, live: live, authorizer: authorizer, admission: admission, logger: logger)
+        let server = try TunnelServer(
+            channel: channel, tunnels: tunnels, live: live, authorizer: authorizer, access: access, admission: admission, logger: logger)
         logger.notice("listening on \(TunnelEndpoint(server.localAddress))", metadata: ["tls": "\(settings.tls != nil)"])
         return server
     }
@@ -142,13 +158,14 @@ public final class TunnelServer: Sendable {
         _ channel: Channel,
         settings: Settings,
         tunnels: TunnelRegistry,
+        access: ServerAccess,
         admission: ConnectionAdmission,
         loginRefusals: ThrottledRefusalLog<LoginRefusal>,
         logger: Logger
     ) throws {
         let remote = channel.remoteAddress
         guard let balancers = settings.proxyProtocolFrom else {
-            _ = try serve(channel, client: remote, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
+            _ = try serve(channel, client: remote, settings: settings, tunnels: tunnels, access: access, admission: admission, loginRefusals: loginRefusals, logger: logger)
             return
         }
         // No peer address: the connection was gone before it was accepted (a balancer's health check
@@ -160,7 +177,7 @@ public final class TunnelServer: Sendable {
         let pipeline = channel.pipeline.syncOperations
         guard balancers.contains(address) else {
             try pipeline.addHandler(UntrustedProxyHeaderDetector(admission: admission))
-            _ = try serve(channel, client: remote, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
+            _ = try serve(channel, client: remote, settings: settings, tunnels: tunnels, access: access, admission: admission, loginRefusals: loginRefusals, logger: logger)
             return
         }
         // A balancer's connection: who the client is, and so whether to admit it, is known once its header is read.
@@ -169,7 +186,7 @@ public final class TunnelServer: Sendable {
             ProxyHeaderHandler(
                 balancer: remote, timeout: settings.tls == nil ? settings.firstMessageTimeout : settings.tlsHandshakeTimeout, admission: admission
             ) { client, _ in
-                try serve(channel, client: client, settings: settings, tunnels: tunnels, admission: admission, loginRefusals: loginRefusals, logger: logger)
+                try serve(channel, client: client, settings: settings, tunnels: tunnels, access: access, admission: admission, loginRefusals: loginRefusals, logger: logger)
             })
     }
 
@@ -180,6 +197,7 @@ public final class TunnelServer: Sendable {
         client: SocketAddress?,
         settings: Settings,
         tunnels: TunnelRegistry,
+        access: ServerAccess,
         admission: ConnectionAdmission,
         loginRefusals: ThrottledRefusalLog<LoginRefusal>,
         logger: Logger
@@ -215,7 +233,12 @@ public final class TunnelServer: Sendable {
                 TunnelAuthenticationGate(
                     users: authentication.users, limiter: authentication.limiter, checker: authentication.checker, refusals: loginRefusals,
                     source: ticket.group, metrics: settings.metrics, peer: peer, tunnels: tunnels,
-                    claim: { [tunnelsPerLogin = settings.tunnelsPerLogin] login in tunnels.logIn(peer, as: login, atMost: tunnelsPerLogin) },
+                    claim: { [tunnelsPerLogin = settings.tunnelsPerLogin] login in
+                        // The smallest of the server's per-login cap and the login's groups' Limits.Tunnels.
+                        let cap = min(tunnelsPerLogin, access.profile(for: login).tunnels ?? .max)
+                        return tunnels.logIn(peer, as: login, atMost: cap)
+                    },
+                    accessRefusal: { login in access.rules.loginRefusal(for: login) },
                     logger: logger))
         }
         try pipeline.addHandler(
@@ -223,11 +246,15 @@ public final class TunnelServer: Sendable {
                 admission: admission, ticket: ticket, tlsHandshakeTimeout: settings.tls == nil ? nil : settings.tlsHandshakeTimeout,
                 startupTimeout: settings.firstMessageTimeout, requiresLogin: settings.authentication != nil, logger: logger))
         let eventLoop = channel.eventLoop
+        // This tunnel's flows meet the server's rules, then its login's groups' (asked at each open: a reload may move it).
+        var opener = settings.opener
+        opener.authorizer = LoginAuthorizer(base: settings.opener.authorizer, access: access, peer: peer)
         let handler = TunnelChannelHandler(
             role: {
                 .server(
                     opener: ServerFlowOpener(
-                        eventLoop: eventLoop, settings: settings.opener, ipFlows: settings.ipLayer.map { TunnelIPFlows(layer: $0, peer: peer) },
+                        eventLoop: eventLoop, settings: opener, ipFlows: settings.ipLayer.map { TunnelIPFlows(layer: $0, peer: peer, access: access) },
+                        appLayerRefusal: { access.profile(for: peer.currentLogin).appLayerRefusal },
                         logger: logger),
                     responder: ServerRequestResponder(configuration: settings.clientConfiguration, dns: settings.dns, eventLoop: eventLoop)
                 )
@@ -259,6 +286,7 @@ public final class TunnelServer: Sendable {
     }
 
     private func closeEverything() async {
+        expiryCheck.cancel()
         try? await channel.close()
         let open = tunnels.all
         logger.notice("shutting down", metadata: ["tunnels": "\(open.count)"])
@@ -314,8 +342,32 @@ public final class TunnelServer: Sendable {
         var settings = reload.settings
         authorizer.replace(with: settings.opener.authorizer)
         settings.opener.authorizer = authorizer
+        access.replace(with: settings.access)
         live.withLockedValue { $0 = settings }
         admission.update(limits: settings.admissionLimits)
+        Self.endRefusedLogins(tunnels: tunnels, access: access, logger: logger, onlyIfExpiring: false)
+    }
+
+    /// The access rules open tunnels are judged by now.
+    public var accessRules: AccessRules { access.rules }
+
+    /// Ends the tunnels of logins now disabled or expired; how many. `onlyIfExpiring`: skipped
+    /// outright when no login has an expiry (the periodic check, which a server without one need not do).
+    @discardableResult
+    static func endRefusedLogins(tunnels: TunnelRegistry, access: ServerAccess, logger: Logger, onlyIfExpiring: Bool) -> Int {
+        let rules = access.rules
+        guard !rules.users.isEmpty, !onlyIfExpiring || rules.hasExpiries else { return 0 }
+        let now = Date()
+        var ended: [String: LoginAccessRefusal] = [:]
+        let count = tunnels.end(loginMatching: { login in
+            guard let refusal = rules.loginRefusal(for: login, now: now) else { return false }
+            ended[login] = refusal
+            return true
+        })
+        for (login, refusal) in ended.sorted(by: { $0.key < $1.key }) {
+            logger.notice("ending the tunnels of a login no longer allowed", metadata: ["login": "\(PeerText.quoted(login))", "reason": "\(refusal)"])
+        }
+        return count
     }
 
     /// What new connections are served with now. It alone holds the objects a

@@ -59,7 +59,7 @@ public struct TunnelServerLaunch: Sendable {
                 configuration = TunnelServerConfiguration.embeddedDefault.fillingMissingDNS(fromResolvConf: resolvConf)
             }
         } catch {
-            throw TunnelServerLaunchError.configuration(error)
+            throw TunnelServerLaunchError.configuration(error, file: options.configurationPath)
         }
         var server = configuration.server
         if !options.allow.isEmpty || !options.deny.isEmpty {
@@ -91,6 +91,8 @@ public struct TunnelServerLaunch: Sendable {
         let policy = loopback ? server.policy : server.policy.withPublicListenerDefaults()
         settings.opener.authorizer = loopback ? policy : OwnAddressGuard(policy: policy, ownAddresses: ownAddresses)
         settings.clientConfiguration = configuration.configurationForFetch()
+        settings.access = server.access
+        if options.noAppLayer { settings.access.appLayer = false }
         settings.dns = DNSForwarder(
             resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)), sockets: settings.opener.socketBudget.makeServerAccount())
 
@@ -222,7 +224,8 @@ public struct TunnelServerLaunch: Sendable {
 
 /// Why the server will not start, said so that the operator can fix it.
 public enum TunnelServerLaunchError: Error, CustomStringConvertible {
-    case configuration(ConfigurationError)
+    /// `file`: the configuration file, named beside a key path (an unreadable file's error names it already).
+    case configuration(ConfigurationError, file: String? = nil)
     case policy(String)
     case invalidOption(String)
     case plaintextOffLoopback(String)
@@ -230,8 +233,11 @@ public enum TunnelServerLaunchError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .configuration(let error):
-            return "configuration: \(error)"
+        case .configuration(let error, let file):
+            switch error {
+            case .unreadableFile, .notAPropertyList: return "configuration: \(error)"
+            default: return "configuration" + (file.map { " file \($0)" } ?? "") + ": \(error)"
+            }
         case .policy(let reason):
             return "destination policy: \(reason)"
         case .invalidOption(let reason):

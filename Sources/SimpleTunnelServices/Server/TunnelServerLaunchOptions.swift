@@ -65,6 +65,11 @@ public struct TunnelServerLaunchOptions: ParsableArguments, Sendable {
         help: "Let IP-layer clients reach one another's leases (Server.ClientIsolation false). By default each reaches only the server and the networks behind it.")
     public var clientToClient = false
 
+    @Flag(
+        name: .customLong("no-app-layer"),
+        help: "Refuse app-layer flows (TCP and UDP opens: forwards, SOCKS) for every login, so clients get the IP tunnel only (Server.AppLayer false).")
+    public var noAppLayer = false
+
     @Option(name: .customLong("max-tunnels"), help: "Tunnels served at once. Default 256.")
     public var maximumTunnels: Int?
 

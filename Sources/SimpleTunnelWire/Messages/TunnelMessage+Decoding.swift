@@ -105,7 +105,9 @@ private struct MessageFields {
                 throw error(
                     .invalidValue, .resultCode, "authenticateResult carries 0 (accepted), 3 (refused) or 4 (try again later), not \(result.rawValue)")
             }
-            return .authenticateResult(result)
+            // A detail this side does not know is left out: the refusal stands without it.
+            let detail = try integer(.resultDetail).flatMap { Int(exactly: $0) }.flatMap(TunnelLoginRefusalDetail.init(rawValue:))
+            return .authenticateResult(result, detail: result == .refused ? detail : nil)
         }
     }
 

@@ -73,8 +73,11 @@ extension TunnelMessage {
             if offersRetryLater {
                 add(.retryLater, PropertyListValue(1))
             }
-        case .authenticateResult(let result):
+        case .authenticateResult(let result, let detail):
             add(.resultCode, PropertyListValue(result.rawValue))
+            if let detail {
+                add(.resultDetail, PropertyListValue(detail.rawValue))
+            }
         }
         return entries
     }

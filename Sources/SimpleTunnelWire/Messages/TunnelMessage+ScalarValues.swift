@@ -47,7 +47,7 @@ extension TunnelMessage {
             sink.integer(Int64(result.rawValue))
             sink.integer(Int64(detail.rawValue))
             return ScalarShapes.resultWithDetail
-        case .openResult(_, let result, .none, .none), .authenticateResult(let result):
+        case .openResult(_, let result, .none, .none), .authenticateResult(let result, .none):
             sink.integer(Int64(result.rawValue))
             return ScalarShapes.result
         case .authenticate(let login, let password, let offersRetryLater):
@@ -56,7 +56,7 @@ extension TunnelMessage {
             guard offersRetryLater else { return ScalarShapes.authenticate }
             sink.integer(1)
             return ScalarShapes.authenticateOfferingRetry
-        case .packets, .openResult(_, _, .some, _), .fetchConfiguration(_, .some), .open(_, .ip(offersSuperPackets: true)):
+        case .packets, .openResult(_, _, .some, _), .fetchConfiguration(_, .some), .open(_, .ip(offersSuperPackets: true)), .authenticateResult(_, .some):
             return nil
         }
     }

@@ -20,7 +20,8 @@ public enum TunnelMessage: Sendable, Hashable {
     case fetchConfiguration(identifier: TunnelConnectionIdentifier, configuration: [String: PropertyListValue]? = nil)
     /// `offersRetryLater`: the sender takes result 4 (timeout) as "the server cannot check logins now" (PROTOCOL.md B2).
     case authenticate(login: String, password: String, offersRetryLater: Bool = false)
-    case authenticateResult(TunnelConnectionOpenResult)
+    /// `detail`: why a login was refused, beside result 3 (ours, PROTOCOL.md B2).
+    case authenticateResult(TunnelConnectionOpenResult, detail: TunnelLoginRefusalDetail? = nil)
 
     public var command: TunnelCommand {
         switch self {

@@ -82,6 +82,13 @@ public enum TunnelOpenResultDetail: Int, Sendable, Hashable, CaseIterable {
     case hostUnreachable = 3
 }
 
+/// `result-detail` in an `authenticateResult` 3 (PROTOCOL.md B2): why the
+/// login was refused when its password was right. Only our peers send it.
+public enum TunnelLoginRefusalDetail: Int, Sendable, Hashable, CaseIterable {
+    case expired = 1
+    case disabled = 2
+}
+
 /// A logical connection's identifier, chosen by the client. Apple's app proxy
 /// uses a hash, so any signed 64-bit value occurs, negative ones included.
 public typealias TunnelConnectionIdentifier = Int64

@@ -33,7 +33,7 @@ enum LoginRefusal: String, Sendable, Hashable, CustomStringConvertible {
         case .directoryUnavailable:
             return "the logins cannot be looked up (the database is unreachable); not a failed login: the client is told to try again later"
         case .tunnelsPerLogin:
-            return "the login already holds as many tunnels as one login may (--max-tunnels-per-login); "
+            return "the login already holds as many tunnels as one login may (--max-tunnels-per-login, or its groups' Limits.Tunnels); "
                 + "`tunnel-server status` lists them, `tunnel-server kick LOGIN` ends them"
         }
     }

@@ -40,6 +40,8 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     private let tunnels: TunnelRegistry?
     /// Takes the login's place among its tunnels; false when it holds as many as it may.
     private let claim: ((String) -> Bool)?
+    /// Why a login with the right password may not log in now (disabled, expired); nil: it may.
+    private let accessRefusal: ((String) -> LoginAccessRefusal?)?
     private var logger: Logger
     private var state = State.awaiting
     /// A `read()` held back while the password is checked.
@@ -48,9 +50,10 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     init(
         users: any LoginDirectory, limiter: LoginRateLimiter, checker: PasswordChecker, refusals: ThrottledRefusalLog<LoginRefusal>,
         source: ClientAddressGroup, metrics: TunnelServerMetrics? = nil, peer: TunnelPeer? = nil, tunnels: TunnelRegistry? = nil,
-        claim: ((String) -> Bool)? = nil, logger: Logger
+        claim: ((String) -> Bool)? = nil, accessRefusal: ((String) -> LoginAccessRefusal?)? = nil, logger: Logger
     ) {
         self.claim = claim
+        self.accessRefusal = accessRefusal
         self.users = users
         self.limiter = limiter
         self.checker = checker
@@ -139,6 +142,10 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
 
     private func accept(context: ChannelHandlerContext, login: String) {
         guard case .verifying(let pending) = state else { return }
+        // Asked only once the password is right: a guesser learns nothing of a login's state.
+        if let refusal = accessRefusal?(login) {
+            return refuse(context: context, login: login, reason: refusal.description, detail: refusal.wireDetail)
+        }
         if let claim {
             // The right password, but one tunnel more than this login may hold.
             guard claim(login) else { return refuse(context: context, login: login, .tunnelsPerLogin) }
@@ -177,10 +184,12 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     }
 
     /// A refusal after a hash ran: each is logged.
-    private func refuse(context: ChannelHandlerContext, login: String, reason: String, outcome: LoginOutcome = .failure) {
+    private func refuse(
+        context: ChannelHandlerContext, login: String, reason: String, outcome: LoginOutcome = .failure, detail: TunnelLoginRefusalDetail? = nil
+    ) {
         logger.notice("login refused", metadata: ["reason": "\(reason)", "source": "\(source)", "login": "\(PeerText.quoted(login))"])
         if !isDecided { count(outcome) }
-        close(context: context, answer: .refused)
+        close(context: context, answer: .refused, detail: detail)
     }
 
     /// Accepted or refused already: the attempt has been counted.
@@ -197,14 +206,14 @@ public final class TunnelAuthenticationGate: ChannelDuplexHandler, RemovableChan
     }
 
     /// Ends the tunnel, first sending `answer` if any; a refused login (result 3) is counted.
-    private func close(context: ChannelHandlerContext, answer: TunnelConnectionOpenResult?) {
+    private func close(context: ChannelHandlerContext, answer: TunnelConnectionOpenResult?, detail: TunnelLoginRefusalDetail? = nil) {
         switch state {
         case .accepted, .refused: return
         case .awaiting, .verifying: state = .refused
         }
         guard let answer else { return context.close(promise: nil) }
         if answer == .refused { metrics?.authenticationFailures.increment() }
-        context.writeAndFlush(wrapOutboundOut(.authenticateResult(answer))).assumeIsolated().whenComplete { _ in
+        context.writeAndFlush(wrapOutboundOut(.authenticateResult(answer, detail: detail))).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
     }

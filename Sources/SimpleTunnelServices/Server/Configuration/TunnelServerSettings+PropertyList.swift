@@ -1,7 +1,7 @@
 extension TunnelServerSettings {
     static let knownKeys = [
         "ListenAddress", "Port", "Certificate", "PrivateKey", "ClientCA", "Database", "DatabasePasswordFile", "ProxyProtocolFrom", "Limits",
-        "Policy", "ClientIsolation",
+        "Policy", "ClientIsolation", "AppLayer", "Groups", "Users",
     ]
 
     /// Reads the `Server` dictionary. Unlike the client keys, which are passed
@@ -23,6 +23,7 @@ extension TunnelServerSettings {
         if let node = server.optional("Policy") { policy = try DestinationPolicy(node) }
         clientIsolation = try server.optional("ClientIsolation")?.boolean(
             expected: "true (clients reach only the server and the networks behind it) or false (they reach one another too)")
+        access = try AccessRules(server: server)
     }
 
     /// An array of networks, each `CIDR` (or a bare address), such as ("10.0.0.5/32", "fd00:1::/64").

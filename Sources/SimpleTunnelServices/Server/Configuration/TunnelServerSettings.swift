@@ -28,6 +28,8 @@ public struct TunnelServerSettings: Sendable, Hashable {
     public var policy: DestinationPolicy
     /// `Server.ClientIsolation`: false lets IP-layer clients reach one another's leases; nil = the default, isolated.
     public var clientIsolation: Bool?
+    /// `Server.Groups`, `Server.Users` and `Server.AppLayer`: who may do what.
+    public var access = AccessRules.none
 
     public init(
         listenAddress: String? = nil,

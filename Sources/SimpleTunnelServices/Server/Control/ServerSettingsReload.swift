@@ -30,6 +30,7 @@ public struct ServerSettingsReload: Sendable {
             let line = "\(aspect.name): \(before) → \(after)"
             if aspect.isLive { applied.append(line) } else { needsRestart.append(line) }
         }
+        applied += reread.settings.access.changes(from: running.settings.access)
         var settings = reread.settings
         let kept = serving
         settings.host = kept.host

@@ -150,7 +150,11 @@ public final class PacketRouter: @unchecked Sendable {
     /// link-scoped, or whose destination the policy refuses (or might, by a
     /// port their headers hide), and any super-packet when the client did not
     /// agree to them (`superPackets`).
-    func send(_ packets: [TunnelPacket], from lease: IPv4Address?, ipv6 lease6: IPv6Address? = nil, superPackets: Bool = false) {
+    /// `loginFilter`: the rules of the client's login's groups, which its packets must pass too.
+    func send(
+        _ packets: [TunnelPacket], from lease: IPv4Address?, ipv6 lease6: IPv6Address? = nil, superPackets: Bool = false,
+        loginFilter: LoginPacketFilter? = nil
+    ) {
         var allowed: [TunnelPacket] = []
         allowed.reserveCapacity(packets.count)
         var spoofed: UInt64 = 0
@@ -165,7 +169,7 @@ public final class PacketRouter: @unchecked Sendable {
             // A super-packet needs the client's agreement and must hold together (PROTOCOL.md B8); checked once, here.
             let verdict =
                 packet.isSuperPacket && !(superPackets && SuperPacket.isWritable(packet))
-                ? .superPacket : verdict(on: packet.bytes, lease: lease, lease6: lease6, filter: filter)
+                ? .superPacket : verdict(on: packet.bytes, lease: lease, lease6: lease6, filter: filter, loginFilter: loginFilter)
             switch verdict {
             case .allowed: allowed.append(packet)
             case .superPacket: unagreed += 1
@@ -223,7 +227,9 @@ public final class PacketRouter: @unchecked Sendable {
         }
     }
 
-    private func verdict(on packet: ByteBuffer, lease: IPv4Address?, lease6: IPv6Address?, filter: PacketDestinationFilter) -> Verdict {
+    private func verdict(
+        on packet: ByteBuffer, lease: IPv4Address?, lease6: IPv6Address?, filter: PacketDestinationFilter, loginFilter: LoginPacketFilter?
+    ) -> Verdict {
         if let addresses = IPv4PacketHeader.addresses(of: packet) {
             // Without an IPv4 lease (a server offering IPv6 only) a client's IPv4 has nowhere to go.
             guard let lease else { return .otherFamily }
@@ -233,7 +239,9 @@ public final class PacketRouter: @unchecked Sendable {
             var port: PortLookup { IPv4PacketHeader.destinationPort(of: packet) }
             if IPv4PacketHeader.isLinkScoped(destination) && filter.keepsOnLink(destination, port: port) { return .linkScoped }
             if isolation?.separates(destination) == true { return .otherClient }
-            return filter.isEmpty ? .allowed : Self.verdict(filter.verdict(for: destination, port: port))
+            let verdict: PacketDestinationFilter.Verdict = filter.isEmpty ? .allowed : filter.verdict(for: destination, port: port)
+            guard let loginFilter, !loginFilter.isEmpty, verdict != .refused else { return Self.verdict(verdict) }
+            return Self.verdict(max(verdict, loginFilter.verdict(for: destination, port: port)))
         }
         // Without an IPv6 lease a client's IPv6 (router solicitations from its TUN) has nowhere to go.
         guard let lease6, let addresses = IPv6PacketHeader.addresses(of: packet) else { return .otherFamily }
@@ -242,8 +250,12 @@ public final class PacketRouter: @unchecked Sendable {
         }
         guard addresses.source == lease6 else { return .spoofed }
         if isolation?.separates(addresses.destination) == true { return .otherClient }
-        guard !filter.isEmpty else { return .allowed }
-        return Self.verdict(filter.verdict(for: addresses.destination, port: IPv6PacketHeader.destinationPort(of: packet)))
+        let hasLoginRules = !(loginFilter?.isEmpty ?? true)
+        guard !filter.isEmpty || hasLoginRules else { return .allowed }
+        let port = IPv6PacketHeader.destinationPort(of: packet)
+        let verdict: PacketDestinationFilter.Verdict = filter.isEmpty ? .allowed : filter.verdict(for: addresses.destination, port: port)
+        guard let loginFilter, hasLoginRules, verdict != .refused else { return Self.verdict(verdict) }
+        return Self.verdict(max(verdict, loginFilter.verdict(for: addresses.destination, port: port)))
     }
 
     private static func verdict(_ verdict: PacketDestinationFilter.Verdict) -> Verdict {

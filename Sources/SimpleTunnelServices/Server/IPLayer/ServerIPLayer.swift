@@ -40,6 +40,7 @@ public final class ServerIPLayer: Sendable {
     /// Super-packets are agreed when the client offers them and the device takes them whole.
     func open(
         reporter: FlowReporter, peer: TunnelPeer?, offersSuperPackets: Bool = false, eventLoop: EventLoop, logger: Logger,
+        loginFilter: (@Sendable () -> LoginPacketFilter?)? = nil,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         let client = peer?.identity
@@ -61,7 +62,7 @@ public final class ServerIPLayer: Sendable {
                 let superPackets = offersSuperPackets && router.acceptsSuperPackets
                 let endpoint = ServerIPFlowEndpoint(
                     reporter: reporter, lease: lease, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer,
-                    superPackets: superPackets)
+                    superPackets: superPackets, loginFilter: loginFilter)
                 if let peer {
                     peer.leased(lease.addressesDescription)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
@@ -101,12 +102,16 @@ final class ServerIPFlowEndpoint: PacketFlowEndpoint {
     private let peer: TunnelPeer?
     /// Both ends agreed to carry super-packets whole (PROTOCOL.md B8).
     private let superPackets: Bool
+    /// The rules of the client's login's groups now, asked for each batch.
+    private let loginFilter: (@Sendable () -> LoginPacketFilter?)?
 
     init(
         reporter: FlowReporter, lease: AddressPool.Lease, layer: ServerIPLayer, eventLoop: EventLoop,
-        logger: Logger, client: String?, peer: TunnelPeer? = nil, superPackets: Bool = false
+        logger: Logger, client: String?, peer: TunnelPeer? = nil, superPackets: Bool = false,
+        loginFilter: (@Sendable () -> LoginPacketFilter?)? = nil
     ) {
         self.reporter = reporter
+        self.loginFilter = loginFilter
         self.superPackets = superPackets
         self.peer = peer
         self.lease = lease
@@ -128,7 +133,7 @@ final class ServerIPFlowEndpoint: PacketFlowEndpoint {
 
     func writePackets(_ packets: [TunnelPacket]) {
         guard attached else { return }
-        layer.router.send(packets, from: lease.address, ipv6: lease.ipv6Address, superPackets: superPackets)
+        layer.router.send(packets, from: lease.address, ipv6: lease.ipv6Address, superPackets: superPackets, loginFilter: loginFilter?())
     }
 
     func close() {
