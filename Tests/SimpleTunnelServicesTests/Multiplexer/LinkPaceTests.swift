@@ -109,8 +109,10 @@ struct LinkPaceTests {
         // Too soon after the last reading to say anything.
         pace.update(try reading(acked: 1_002_000), at: start + .milliseconds(2))
         #expect(pace.rate == nil)
-        // 25 000 bytes acknowledged in 20 ms: 1.25 MB/s.
-        pace.update(try reading(acked: 1_025_000), at: start + .milliseconds(20))
+        pace.update(try reading(acked: 1_060_000), at: start + .milliseconds(50))
+        #expect(pace.rate == nil)
+        // 125 000 bytes acknowledged in 100 ms: 1.25 MB/s.
+        pace.update(try reading(acked: 1_125_000), at: start + .milliseconds(100))
         #expect(pace.rate == 1_250_000)
         #expect(pace.sizes.room == 6 * 1024)
     }
