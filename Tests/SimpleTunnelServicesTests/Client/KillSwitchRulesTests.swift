@@ -1,7 +1,7 @@
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Kill switch: when a tunnel gets one, and what its table lets out", .timeLimit(.minutes(1)))
+@Suite("Kill switch: when a tunnel gets one, and what its table lets out", .timeLimit(.minutes(3)))
 struct KillSwitchRulesTests {
     /// `routes`: pushed IPv4 routes as (address, netmask); `ipv6Routes`: none for no IPv6 lease, `.some(nil)` for all IPv6.
     func settings(routes: [(String, String)]?, ipv6Routes: [IPv6Network]?? = .none) throws -> IPTunnelSettings {

@@ -3,7 +3,7 @@ import NIOEmbedded
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("Routes that win over the tunnel's, by value", .timeLimit(.minutes(1)))
+@Suite("Routes that win over the tunnel's, by value", .timeLimit(.minutes(3)))
 struct RouteWatchTests {
     func network(_ text: String) throws -> IPNetworkChoice { try IPNetworkChoice(parsing: text) }
 

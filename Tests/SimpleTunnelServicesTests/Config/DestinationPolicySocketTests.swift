@@ -4,7 +4,7 @@ import Testing
 
 /// The policy as a client meets it: TCP opens through a real server to a
 /// real listener on the server's loopback, names resolved by the system.
-@Suite("Destination policy on real sockets: the server's loopback", .timeLimit(.minutes(1)))
+@Suite("Destination policy on real sockets: the server's loopback", .timeLimit(.minutes(3)))
 struct DestinationPolicySocketTests {
     /// The result of opening each host at the fixture's echo port, under `authorizer` (a policy, or the own-address guard).
     static func results(_ authorizer: any DestinationAuthorizer, hosts: [String]) async throws -> [String: TunnelConnectionOpenResult] {
@@ -47,7 +47,7 @@ struct DestinationPolicySocketTests {
 /// The server's own addresses as a client meets them on a public listener:
 /// here loopback stands in for them (the policy alone would allow it), so a
 /// refusal can only be the guard's.
-@Suite("Destination policy on real sockets: the server's own addresses", .timeLimit(.minutes(1)))
+@Suite("Destination policy on real sockets: the server's own addresses", .timeLimit(.minutes(3)))
 struct OwnAddressSocketTests {
     @Test func anOpenToTheServersOwnAddressIsRefusedUntilAnAllowAddressRuleOpensIt() async throws {
         let own = LocalInterfaceAddresses { Set([IPAddress("127.0.0.1")].compactMap { $0 }) }

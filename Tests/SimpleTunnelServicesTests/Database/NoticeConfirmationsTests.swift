@@ -7,7 +7,7 @@ import Testing
 
 /// A role that may connect can NOTIFY as fast as it likes: what its notices
 /// cost the server is bounded and counted.
-@Suite("Database notices: a flood costs a bounded, counted amount", .timeLimit(.minutes(1)))
+@Suite("Database notices: a flood costs a bounded, counted amount", .timeLimit(.minutes(3)))
 struct NoticeConfirmationsTests {
     /// Holds every confirmation until released, recording the keys confirmed.
     final class Gate: Sendable {

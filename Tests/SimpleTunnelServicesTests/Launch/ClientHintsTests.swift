@@ -54,7 +54,7 @@ struct ClientHintsTests {
         output.components(separatedBy: text).count - 1
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aWrongPinIsReportedOnce() async throws {
         let folder = try CommandLineTests.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -67,7 +67,7 @@ struct ClientHintsTests {
         #expect(Self.occurrences(of: "does not match the pinned", in: result.output) == 1, "\(result.output)")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func connectingByAddressToACertificateForANameSuggestsServerName() async throws {
         let pki = try TestPKI()
         defer { pki.remove() }
@@ -85,7 +85,7 @@ struct ClientHintsTests {
         #expect(Self.occurrences(of: "--server-name elsewhere.example", in: result.output) == 1, "\(result.output)")
     }
 
-    @Test(.timeLimit(.minutes(1)), .enabled(if: TestRequirements.met(ClientHintsTests.canActAsNobody, "root and setpriv"), "acts as user nobody"))
+    @Test(.timeLimit(.minutes(3)), .enabled(if: TestRequirements.met(ClientHintsTests.canActAsNobody, "root and setpriv"), "acts as user nobody"))
     func anUnprivilegedIPClientFailsAtOnceWithoutConnecting() async throws {
         let listener = try await Self.countingListener()
         defer { listener.channel.close(promise: nil) }
@@ -101,7 +101,7 @@ struct ClientHintsTests {
         #expect(listener.accepted.withLockedValue { $0 } == 0, "it connected before failing")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aTunNameTooLongGetsThatReasonAloneBeforeConnecting() async throws {
         let listener = try await Self.countingListener()
         defer { listener.channel.close(promise: nil) }

@@ -7,7 +7,7 @@ import Testing
 /// no time when stderr is the journal's stream, the time and level's word
 /// elsewhere, the message before its sorted metadata, and no line a peer's
 /// newline could forge.
-@Suite("Journal-friendly log lines", .timeLimit(.minutes(1)))
+@Suite("Journal-friendly log lines", .timeLimit(.minutes(3)))
 struct JournalLogHandlerTests {
     static let levels: [(Logger.Level, Int)] = [
         (.critical, 3), (.error, 3), (.warning, 4), (.notice, 5), (.info, 6), (.debug, 7), (.trace, 7),

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("Open-file limit: raised at start, and what it leaves for flows", .timeLimit(.minutes(1)))
+@Suite("Open-file limit: raised at start, and what it leaves for flows", .timeLimit(.minutes(3)))
 struct OpenFileLimitTests {
     /// Runs whatever the hard limit is: with an unlimited one, the target is the kernel's maximum.
     @Test func theSoftLimitIsRaisedToTheHardLimit() throws {

@@ -38,7 +38,7 @@ struct FlowStateTableTests {
 /// The table's "trap" rows: the multiplexer never makes these calls, and a
 /// mistake that did stops the tests. One at a time: each starts the test
 /// program again, which a loaded machine feels.
-@Suite("A flow's impossible events", .serialized, .timeLimit(.minutes(1)))
+@Suite("A flow's impossible events", .serialized, .timeLimit(.minutes(3)))
 struct FlowStateTrapTests {
     @Test func openingAClientsFlowTraps() async {
         await #expect(processExitsWith: .failure) {

@@ -26,7 +26,7 @@ final class CongestionDropCounter: TunnelMultiplexerMetrics {
     func malformedMessage() {}
 }
 
-@Suite("IP flows in the multiplexer", .timeLimit(.minutes(1)))
+@Suite("IP flows in the multiplexer", .timeLimit(.minutes(3)))
 struct IPFlowMultiplexerTests {
     let loop = EmbeddedEventLoop()
     let output = RecordingOutput()

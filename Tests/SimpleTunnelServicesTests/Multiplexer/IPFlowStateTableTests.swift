@@ -33,7 +33,7 @@ struct IPFlowStateTableTests {
 /// The IP table's "trap" rows, one of each kind: the multiplexer never makes
 /// these calls, and a mistake that did stops the tests. Each starts the test
 /// program again, so only one per kind of mistake.
-@Suite("An IP flow's impossible events", .serialized, .timeLimit(.minutes(1)))
+@Suite("An IP flow's impossible events", .serialized, .timeLimit(.minutes(3)))
 struct IPFlowStateTrapTests {
     @Test func openingAClientsFlowTraps() async {
         await #expect(processExitsWith: .failure) {

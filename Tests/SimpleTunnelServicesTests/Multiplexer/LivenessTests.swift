@@ -77,7 +77,7 @@ struct LivenessTests {
         await fixture.stop()
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func theServersTunnelSocketFindsADeadPeerWithinTwoMinutes() async throws {
         let fixture = try await RawServerFixture.start()
         let peer = try await RawTunnelPeer.connect(port: fixture.port, group: fixture.group, sending: .fetchConfiguration(identifier: 0))

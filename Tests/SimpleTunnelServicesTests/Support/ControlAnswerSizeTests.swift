@@ -5,7 +5,7 @@ import Testing
 
 /// A status of many tunnels reaches the command whole: answers may be far
 /// larger than requests, which a local user sends and a program must bound.
-@Suite("Control socket answers of many tunnels", .timeLimit(.minutes(1)))
+@Suite("Control socket answers of many tunnels", .timeLimit(.minutes(3)))
 struct ControlAnswerSizeTests {
     @Test func anAnswerOfTenThousandTunnelsArrivesWhole() async throws {
         let folder = NSTemporaryDirectory() + "control-size-\(UUID().uuidString.prefix(8))"

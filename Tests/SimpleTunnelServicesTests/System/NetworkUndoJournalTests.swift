@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("The undo journal and its leftovers, by value and in a temporary folder", .timeLimit(.minutes(1)))
+@Suite("The undo journal and its leftovers, by value and in a temporary folder", .timeLimit(.minutes(3)))
 struct NetworkUndoJournalTests {
     let here = ProcessIdentity(processID: 100, startTime: 5000, networkNamespace: 4_026_531_840)
 

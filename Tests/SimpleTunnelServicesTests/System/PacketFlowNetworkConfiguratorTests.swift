@@ -21,7 +21,7 @@ final class ScriptedCommandRunner: CommandRunning {
 }
 
 /// Which commands the configurator issues and how it undoes them, without root.
-@Suite("Network configurator commands (PacketFlow)", .timeLimit(.minutes(1)))
+@Suite("Network configurator commands (PacketFlow)", .timeLimit(.minutes(3)))
 struct PacketFlowNetworkConfiguratorTests {
     static let downLink = #"[{"ifname":"stun0","flags":["POINTOPOINT","NOARP"],"mtu":1500}]"#
 

@@ -8,7 +8,7 @@ import Testing
 /// The bound between a TUN device's reader and the event loops it routes to:
 /// a reader faster than a loop stops after `maximumInFlight` hand-offs and
 /// loses nothing, and a device closed meanwhile frees the waiting reader.
-@Suite("Packet hand-off from a reader to event loops", .timeLimit(.minutes(1)))
+@Suite("Packet hand-off from a reader to event loops", .timeLimit(.minutes(3)))
 struct PacketHandOffTests {
     /// Hand-offs from a reader thread to a loop held busy by `gate`.
     final class Reader: @unchecked Sendable {

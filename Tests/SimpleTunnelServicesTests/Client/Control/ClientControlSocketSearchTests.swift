@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("tunnel-client status finds a tunnel-client@ service", .timeLimit(.minutes(1)))
+@Suite("tunnel-client status finds a tunnel-client@ service", .timeLimit(.minutes(3)))
 struct ClientControlSocketSearchTests {
     @Test func theDefaultWinsThenTheOneInstanceThenNoGuess() {
         let one = ["office": "/run/simpletunnel-client-office/simpletunnel/client.sock"]

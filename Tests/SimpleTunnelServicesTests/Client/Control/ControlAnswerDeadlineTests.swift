@@ -8,7 +8,7 @@ import Testing
 /// `status`, `stop` and `kick` against a program that takes the connection and
 /// never answers (stopped with SIGSTOP, or wedged): the command ends with an
 /// error that says so, instead of hanging.
-@Suite("Control socket answer deadline", .timeLimit(.minutes(1)))
+@Suite("Control socket answer deadline", .timeLimit(.minutes(3)))
 struct ControlAnswerDeadlineTests {
     @Test func aSilentProgramIsReportedAfterTheDeadline() async throws {
         let folder = NSTemporaryDirectory() + "control-silent-\(UUID().uuidString.prefix(8))"

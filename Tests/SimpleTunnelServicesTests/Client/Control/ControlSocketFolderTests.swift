@@ -9,7 +9,7 @@ import Testing
 /// another user made first (/tmp/simpletunnel-0 before root's client starts),
 /// a symbolic link in its place, or a folder others may write to is refused
 /// with what to do, and nothing is bound there.
-@Suite("Control socket folder", .timeLimit(.minutes(1)))
+@Suite("Control socket folder", .timeLimit(.minutes(3)))
 struct ControlSocketFolderTests {
     static func scratch() -> String {
         let folder = NSTemporaryDirectory() + "control-folder-\(UUID().uuidString.prefix(8))"

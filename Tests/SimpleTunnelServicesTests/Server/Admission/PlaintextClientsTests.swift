@@ -9,7 +9,7 @@ import Testing
 /// logged at most once per interval with its address.
 @Suite("Admission: plaintext clients", .timeLimit(.minutes(2)))
 struct PlaintextClientsTests {
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aListedPeerIsServedAndAnotherIsClosedUnansweredAndCounted() async throws {
         let (metrics, registry) = AdmissionLoopbackTests.metrics()
         let fixture = try await RawServerFixture.start { settings in

@@ -59,7 +59,7 @@ struct ProxyProtocolTests {
         await fixture.stop()
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func theStartupsOfOneAddressAreCountedForTheClientNotTheBalancer() async throws {
         let fixture = try await RawServerFixture.start { settings in
             settings.proxyProtocolFrom = Self.balancer
@@ -82,7 +82,7 @@ struct ProxyProtocolTests {
         await fixture.stop()
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aBalancerWithoutAHeaderAndAHeaderFromAStrangerAreClosedAndCounted() async throws {
         let (metrics, registry) = AdmissionLoopbackTests.metrics()
         let fixture = try await RawServerFixture.start { settings in

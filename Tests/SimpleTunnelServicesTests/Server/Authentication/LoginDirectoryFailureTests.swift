@@ -24,7 +24,7 @@ struct LoginDirectoryFailureTests {
         return answer
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aLoginTheDirectoryRefusesAsMalformedIsAFailedLoginCountedAgainstItsAddress() async throws {
         let limiter = LoginRateLimiter(maximumFailures: 2)
         let fixture = try await RawServerFixture.start {
@@ -37,7 +37,7 @@ struct LoginDirectoryFailureTests {
         await fixture.stop()
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aDirectoryThatCannotBeAskedLeavesTheLoginUnansweredAndUncounted() async throws {
         let limiter = LoginRateLimiter(maximumFailures: 2)
         let fixture = try await RawServerFixture.start {

@@ -7,7 +7,7 @@ import Testing
 /// file reaches the running server, its flag wins over the file, and a bad
 /// value is refused naming the key or the flag. Where each lands is read here
 /// independently of the table, so an entry wired to the wrong field fails.
-@Suite("Server limits, one table", .timeLimit(.minutes(1)))
+@Suite("Server limits, one table", .timeLimit(.minutes(3)))
 struct ServerLimitTests {
     /// How a test writes one limit and reads it back from the running settings.
     struct Sample: Sendable {

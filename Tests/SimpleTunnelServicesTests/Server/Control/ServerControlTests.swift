@@ -8,7 +8,7 @@ struct ServerControlTests {
     /// A login with a quote and a backslash: peer-controlled text, escaped in both forms.
     static let oddLogin = #"o"brien\x"#
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func statusNamesEveryLoginAndKickEndsOnlyThatOnesTunnel() async throws {
         let server = try await OperatedServer.start(users: ["alice": "wonderland", Self.oddLogin: "pw"])
         let alice = try await server.connect("alice", "wonderland")
@@ -52,7 +52,7 @@ struct ServerControlTests {
         await server.stop()
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func malformedAndUnknownRequestsGetAnErrorNotACrash() async throws {
         let server = try await OperatedServer.start(users: ["alice": "wonderland"])
         for payload in ["not json", #"{"login":"x"}"#, #"{"type":"shutdown"}"#, #"{"type":"kick"}"#] {

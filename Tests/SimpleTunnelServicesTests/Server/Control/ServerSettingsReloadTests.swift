@@ -5,7 +5,7 @@ import Testing
 @testable import SimpleTunnelServices
 
 /// What a reload applies and what it keeps, decided from two launches made by the same merge.
-@Suite("Reloading the server's settings", .timeLimit(.minutes(1)))
+@Suite("Reloading the server's settings", .timeLimit(.minutes(3)))
 struct ServerSettingsReloadTests {
     let folder = NSTemporaryDirectory() + "settings-reload-\(UUID().uuidString.prefix(8))"
 
@@ -86,7 +86,7 @@ struct ServerSettingsReloadTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aRenewedCertificateServesTheNextTunnelAndTheOpenOneCarriesOn() async throws {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let old = try SelfSignedIdentity.loadOrCreate(directory: folder + "/old")

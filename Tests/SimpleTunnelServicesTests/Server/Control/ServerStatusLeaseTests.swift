@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Server status: leases and anonymous tunnels", .timeLimit(.minutes(2)))
 struct ServerStatusLeaseTests {
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func anIPTunnelShowsItsLeaseAndAnAnonymousPlaintextOneSaysSo() async throws {
         let (fixture, _, _) = try await IPLayerTests.start()
         let peer = try await fixture.peer()
@@ -29,7 +29,7 @@ struct ServerStatusLeaseTests {
         await fixture.stop()
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aDualStackTunnelShowsBothAddressesOfItsLease() async throws {
         let pool6 = try #require(IPv6Address("fd00:90::2"))...(try #require(IPv6Address("fd00:90::ff")))
         let (fixture, _, _) = try await IPLayerTests.start(ipv6Pool: pool6)

@@ -5,7 +5,7 @@ import Testing
 @testable import SimpleTunnelServices
 
 /// By default one client's packets never reach another client's lease; `--client-to-client` lets them.
-@Suite("IP layer: clients isolated from one another", .timeLimit(.minutes(1)))
+@Suite("IP layer: clients isolated from one another", .timeLimit(.minutes(3)))
 struct ClientIsolationTests {
     static let lease = IPv4Address(10, 90, 0, 2)
     static let lease6 = IPv6Address("fd00:90::2")!

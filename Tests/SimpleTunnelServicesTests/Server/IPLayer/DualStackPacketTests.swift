@@ -5,7 +5,7 @@ import Prometheus
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("IP layer: IPv6 packets from clients", .timeLimit(.minutes(1)))
+@Suite("IP layer: IPv6 packets from clients", .timeLimit(.minutes(3)))
 struct DualStackPacketTests {
     static let lease = IPv4Address(10, 90, 0, 2)
     static let lease6 = "fd00:90::2"

@@ -2,7 +2,7 @@ import NIOCore
 import Testing
 @testable import SimpleTunnelServices
 
-@Suite("IP layer: a reload's rules and routes", .timeLimit(.minutes(1)))
+@Suite("IP layer: a reload's rules and routes", .timeLimit(.minutes(3)))
 struct IPLayerReloadTests {
     static let lease = "10.90.0.2"
 

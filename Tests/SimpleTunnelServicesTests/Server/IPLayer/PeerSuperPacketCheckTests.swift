@@ -6,7 +6,7 @@ import Testing
 /// A client that agreed to super-packets may send only ones that hold
 /// together and make two segments or more; the rest are dropped, counted
 /// under `reason="super_packet"` and logged (PROTOCOL.md B8).
-@Suite("IP layer: a client's super-packets are checked before the device", .timeLimit(.minutes(1)))
+@Suite("IP layer: a client's super-packets are checked before the device", .timeLimit(.minutes(3)))
 struct PeerSuperPacketCheckTests {
     static let lease = IPv4Address(10, 90, 0, 2)
 

@@ -6,7 +6,7 @@ import Testing
 /// The server's side of super-packets (PROTOCOL.md B8), through a real
 /// tunnel connection: agreed only on an offer and a device that takes them,
 /// then carried whole both ways; otherwise cut for the client and refused from it.
-@Suite("IP layer: super-packets agreed, carried and refused", .timeLimit(.minutes(1)))
+@Suite("IP layer: super-packets agreed, carried and refused", .timeLimit(.minutes(3)))
 struct SuperPacketNegotiationTests {
     static let mtu = 1400
 
