@@ -25,7 +25,7 @@ enum LeftoverDecision: Equatable {
 }
 
 /// What `NetworkLeftovers.clean` did, for the log and for `tunnel-client cleanup`.
-public struct NetworkLeftoverReport: Sendable, Equatable {
+public struct NetworkLeftoverReport: Sendable {
     /// Per journal undone: the owner's process id and the steps, as commands one could run by hand.
     public var undone: [(processID: Int32, steps: [String])] = []
     /// Steps that failed, with the error: their journal stays for another try.
@@ -34,11 +34,6 @@ public struct NetworkLeftoverReport: Sendable, Equatable {
     public var left: [String] = []
 
     public var isEmpty: Bool { undone.isEmpty && failures.isEmpty && left.isEmpty }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.undone.map(\.processID) == rhs.undone.map(\.processID) && lhs.undone.map(\.steps) == rhs.undone.map(\.steps)
-            && lhs.failures == rhs.failures && lhs.left == rhs.left
-    }
 }
 
 /// Finds the journals (`NetworkUndoJournal`) of `tunnel-client ip` processes
