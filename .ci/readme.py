@@ -30,7 +30,7 @@ What is replaced, and why, is printed with each command:
 Not run: the release build and install, and the package's build and install
 (slow; the debug build stands in; Packaging/test-install.sh, which .ci/run
 runs, installs the package on a fresh Debian 12 and uses it), nft (absent on
-some machines; skipped saying so), the load balancer (the HAProxy test runs it).
+some machines; skipped saying so, unless SIMPLETUNNEL_REQUIRE_ALL_TESTS=1 as in CI), the load balancer (the HAProxy test runs it).
 
 Usage: python3 .ci/readme.py   (as root, after `swift build`)
 """
@@ -332,6 +332,8 @@ def certificates_and_vpn(run, commands):
         for prefix in ("sudo nft add table", "sudo nft add chain", "sudo nft add rule",
                        "sudo nft add table ip6", "sudo nft add chain ip6", "sudo nft add rule ip6"):
             run.shell(run.adapt(command(prefix, commands), []))
+    elif os.environ.get("SIMPLETUNNEL_REQUIRE_ALL_TESTS") == "1":
+        raise Failure("nft is not installed, and SIMPLETUNNEL_REQUIRE_ALL_TESTS says every README line must run (apt install nftables)")
     else:
         print("(nft is not installed here: the NAT lines are not run)")
     client_text = run.adapt(command("sudo tunnel-client ip --server vpn.example.com:4433", commands),

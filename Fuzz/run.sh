@@ -6,7 +6,8 @@
 # Prints executions and coverage (cov: edges, ft: features) per target.
 # Usage: Fuzz/run.sh [SECONDS] [TARGET...]   (default: 60 s, every target)
 # Environment: FUZZ_CONFIGURATION=debug|release (default release);
-# FUZZ_BIN=DIR runs the harnesses already built in DIR instead of building.
+# FUZZ_BIN=DIR runs the harnesses already built in DIR instead of building;
+# FUZZ_MINIMUM_EXECUTIONS=N fails a target that ran fewer inputs (default 20 a second).
 # No single allocation may exceed 1 MiB (-malloc_limit_mb), and the frame
 # harnesses check that decoding a frame holds at most 1 MiB in all with its
 # bytes (FuzzDriver's HeapMeter): that is the most a frame may make the
@@ -79,6 +80,10 @@ options() {
 # Memory the leak checker cannot see is still referenced (Fuzz/lsan-suppressions.txt says why).
 export LSAN_OPTIONS="suppressions=$PWD/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
+# The floor: 20 inputs a second, far under what a working target does (libFuzzer runs
+# hundreds to thousands a second; the login gate, the slowest, did 45 with leak checks on).
+minimum_executions=${FUZZ_MINIMUM_EXECUTIONS:-$((seconds * 20))}
+
 status=0
 for target in "${targets[@]}"; do
     corpus="Corpus/$target"
@@ -97,9 +102,15 @@ for target in "${targets[@]}"; do
         grep -E "ERROR|SUMMARY|==[0-9]+==|Fatal error|Test unit written" "$log" | head -20 || true
     fi
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    # A target that stalls (a harness stuck on its seeds, a slow path) passes with no
+    # crash but fuzzes nothing: fewer executions than the floor fail the run.
+    if [ "$result" = ok ] && [ "${runs:-0}" -lt "$minimum_executions" ]; then
+        result="FAILED (under $minimum_executions executions)"
+        status=1
+    fi
     coverage=$(grep -E "^#[0-9]+" "$log" | tail -1 | grep -oE "cov: [0-9]+ ft: [0-9]+" || true)
     printf '%-24s %-6s %12s executions  %s  corpus %s files\n' "$target" "$result" "${runs:-?}" "${coverage:-?}" "$(ls "$corpus" | wc -l)"
-    if [ "$result" = FAILED ]; then cp "$log" "$artifacts/log.txt"; fi
+    if [ "$result" != ok ]; then cp "$log" "$artifacts/log.txt"; fi
     rm -f "$log"
 done
 exit $status

@@ -219,7 +219,7 @@ struct CommandLineTests {
     }
 
     /// On a terminal the new password is asked twice, as passwd(1) does (`script` gives the program one).
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) from util-linux"))
+    @Test(.enabled(if: TestRequirements.met(FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "script(1) from util-linux")))
     func passwdOnATerminalAsksTwiceAndRefusesAMismatch() async throws {
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -65,7 +65,7 @@ struct CertificateExpiryTests {
         return paths
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs openssl"))
+    @Test(.enabled(if: TestRequirements.met(FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "openssl")))
     func aContextReadsItsCertificatesEndAsOpenSSLDoesAndItsClientCAs() async throws {
         let pki = try TestPKI()
         defer { pki.remove() }

@@ -87,7 +87,15 @@ struct ClientFeatureTests {
             .channelOption(.socketOption(.so_rcvbuf), value: 64 * 1024)
             .connect(host: "127.0.0.1", port: bulk.localAddress.port ?? 0)
             .get()
-        try await Task.sleep(for: .milliseconds(500))
+        // Held back: the bytes the client has taken from the tunnel stop growing (waited for, not slept on).
+        var taken: UInt64? = nil
+        for _ in 0..<200 {
+            let now = try await fixture.client.statistics().bytesFromPeer
+            if now > 0, now == taken { break }
+            taken = now
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect((taken ?? 0) > 0, "the bulk flow never started")
 
         // Meanwhile other flows work.
         for round in 0..<5 {

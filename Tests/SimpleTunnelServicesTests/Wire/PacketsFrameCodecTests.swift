@@ -54,13 +54,44 @@ struct PacketsFrameCodecTests {
                 #expect(detached?.offset == expected.detached.map { $0.offset + 2 })
                 #expect(detached?.bytes == expected.detached?.bytes)
             }
-            guard let whole = try? Self.frame(message) else { return }
+            guard let whole = try? Self.frame(message) else {
+                // Encoding may fail only where the writer refuses the frame's size; anything else must be read back.
+                let general = TunnelMessageScalarEncodingTests.generalFrame(message, detachingDataOf: Int.max)
+                #expect(general.frame.readableBytes > TunnelWireLimits.maximumFrameLength, "refused only over the limit")
+                return
+            }
             let document = Self.document(of: whole)
             let direct = PacketsFrameReader.read(document)
             #expect((direct != nil) == (count <= PacketsFrameReader.maximumPackets), "read directly up to the limit, \(count) packets")
             if let direct { #expect(direct == message) }
             #expect((try? TunnelFrame.decodeMessage(payload: document)) == message)
             #expect((try? TunnelFrame.decodeMessageThroughPropertyList(payload: document)) == message)
+        }
+    }
+
+    /// Frames from the one-pass writer, as CoreFoundation and Python's plistlib
+    /// read them: each understands the document as our general reader does.
+    static let foreignReaderMessages = [
+        message(count: 1, words: [7], superPackets: false),
+        message(count: 3, words: [0x1234_5678_9ABC, 7, 40], superPackets: true),
+        message(count: 200, words: [3, 9, 14], superPackets: false, tiny: true),
+        message(count: 40, words: [5, 0xFFFF_0000_1111, 21], superPackets: true),
+    ]
+
+    @Test func coreFoundationReadsTheOnePassWritersFrames() throws {
+        for message in Self.foreignReaderMessages {
+            let document = Self.document(of: try Self.frame(message))
+            let ours = try BinaryPropertyListReader.read(document)
+            #expect(try ExternalPropertyListReaders.roundTripThroughCoreFoundation(document) == ours)
+        }
+    }
+
+    @Test(.enabled(if: TestRequirements.met(ExternalProcess.isPythonAvailable, "python3")), .timeLimit(.minutes(3)))
+    func plistlibReadsTheOnePassWritersFrames() async throws {
+        for message in Self.foreignReaderMessages {
+            let document = Self.document(of: try Self.frame(message))
+            let ours = try BinaryPropertyListReader.read(document)
+            #expect(try await ExternalPropertyListReaders.roundTripThroughPlistlib(document) == ours)
         }
     }
 

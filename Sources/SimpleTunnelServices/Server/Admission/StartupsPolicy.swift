@@ -61,7 +61,7 @@ public enum StartupsPolicyError: Error, Hashable, CustomStringConvertible {
         case .unrecognizedFormat(let text):
             return "\"\(text)\": expected START:RATE:FULL (such as \(StartupsPolicy.default)) or a single number"
         case .outOfRange(let start, let rate, let full):
-            return "\(start):\(rate):\(full): START must be positive, RATE a percentage (0 to 100), and FULL at least START"
+            return "\(start):\(rate):\(full): START must be positive, RATE a percentage (0 to 100), and FULL at least START and at most \(ServerLimit.maximumCount)"
         }
     }
 }

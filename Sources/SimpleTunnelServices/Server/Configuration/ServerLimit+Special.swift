@@ -16,7 +16,7 @@ extension ServerLimit {
             apply: { options, file, merge in
                 if let text = options[keyPath: option] {
                     do {
-                        merge.settings[keyPath: runtime] = try StartupsPolicy(parsing: text)
+                        merge.settings[keyPath: runtime] = try boundedStartupsPolicy(parsing: text)
                     } catch {
                         throw TunnelServerLaunchError.invalidOption("\(flag) \(error)")
                     }
@@ -36,12 +36,17 @@ extension ServerLimit {
         }
         let text = try node.string(expected: expected)
         do throws(StartupsPolicyError) {
-            let policy = try StartupsPolicy(parsing: text)
-            guard policy.full <= maximumCount else { throw .outOfRange(start: policy.start, rate: policy.rate, full: policy.full) }
-            return policy
+            return try boundedStartupsPolicy(parsing: text)
         } catch {
             throw node.invalid(expected: expected, detail: error.description)
         }
+    }
+
+    /// The flag and the file take the same range: FULL at most `maximumCount`, as every count.
+    private static func boundedStartupsPolicy(parsing text: String) throws(StartupsPolicyError) -> StartupsPolicy {
+        let policy = try StartupsPolicy(parsing: text)
+        guard policy.full <= maximumCount else { throw .outOfRange(start: policy.start, rate: policy.rate, full: policy.full) }
+        return policy
     }
 
     /// How long a tunnel with no open flow may stay silent before it is

@@ -60,7 +60,8 @@ struct ServerLimitTests {
         "FlowSockets": .count { $0.opener.socketBudget.serverLimit },
         "Startups": Sample(
             file: .string("5:40:20"), fileReads: "5:40:20", flag: "8:50:32", flagReads: "8:50:32",
-            badFile: [.string("50:30:10"), .string("30:10"), .integer(1 << 24 + 1), .real(3)], badFlag: "many", runtime: { "\($0.startups)" }),
+            badFile: [.string("50:30:10"), .string("30:10"), .integer(1 << 24 + 1), .real(3)], badFlag: "many",
+            tooLargeFlag: "\(1 << 24 + 1):50:\(1 << 24 + 1)", runtime: { "\($0.startups)" }),
         "StartupsPerAddress": .count { $0.startupsPerAddress },
         "TLSHandshakeTimeout": .seconds { $0.tlsHandshakeTimeout },
         "LoginChecks": .count { $0.authentication?.checker.limits.concurrent ?? 0 },
@@ -133,7 +134,7 @@ struct ServerLimitTests {
     @Test(arguments: keys)
     func aFlagPastTheFilesRangeIsRefusedNamingTheFlag(key: String) throws {
         let sample = try #require(Self.samples[key])
-        guard let tooLarge = sample.tooLargeFlag else { return }
+        let tooLarge = try #require(sample.tooLargeFlag, "every limit's flag has a range to pass")
         let flag = try Self.flag(of: key)
         // An Int.max budget in MiB, shifted to bytes, would wrap to a negative budget.
         for value in [tooLarge, "\(Int.max)"] {
