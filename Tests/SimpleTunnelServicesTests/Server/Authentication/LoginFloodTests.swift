@@ -7,11 +7,12 @@ import Testing
 @Suite("Login floods", .timeLimit(.minutes(2)))
 struct LoginFloodTests {
     static func server(
-        iterations: Int = PasswordHash.minimumIterations, maximumFailures: Int = 5, checks: PasswordCheckLimits = PasswordCheckLimits()
+        iterations: Int = PasswordHash.minimumIterations, maximumFailures: Int = 5, checks: PasswordCheckLimits = PasswordCheckLimits(),
+        threadPool: NIOThreadPool = .singleton
     ) async throws -> (RawServerFixture, PasswordChecker) {
         var database = UserDatabase()
         database.set("alice", hash: try PasswordHash(password: "wonderland", iterations: iterations))
-        let checker = PasswordChecker(limits: checks)
+        let checker = PasswordChecker(limits: checks, threadPool: threadPool)
         let fixture = try await RawServerFixture.start { settings in
             settings.authentication = .init(users: database, limiter: LoginRateLimiter(maximumFailures: maximumFailures), checker: checker)
             // Only the login budgets are under test here.
@@ -63,18 +64,25 @@ struct LoginFloodTests {
     @Test func aLoginTheServerIsTooBusyToCheckIsClosedUnansweredSoTheClientTriesAgain() async throws {
         var checks = PasswordCheckLimits()
         checks.perSource = 1
-        // A slow hash (several seconds) holds this address's one place while the second login
-        // arrives; at about one second a loaded machine let the first finish before the second came.
-        let (fixture, checker) = try await Self.server(iterations: 12_000_000, checks: checks)
+        // The checker's one thread is held by a gate, so the first login holds this address's one
+        // place until the second has been turned away: an event, not a hash slow enough to outlast it.
+        let pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+        let gate = DispatchSemaphore(value: 0)
+        pool.submit { _ in gate.wait() }
+        let (fixture, checker) = try await Self.server(checks: checks, threadPool: pool)
         let first = try await Self.login(fixture, password: "wonderland")
         #expect(await AdmissionPeers.eventually { checker.checksStarted == 1 })
         let second = try await Self.login(fixture, password: "wonderland")
         // Closed with nothing received (the inbox counts as closed only once empty).
-        #expect(await second.waitForClose(timeout: .seconds(30)), "a busy server answered the login, or kept it")
+        let turnedAway = await second.waitForClose(timeout: .seconds(30))
+        gate.signal()
+        #expect(turnedAway, "a busy server answered the login, or kept it")
         #expect(await first.next(timeout: .seconds(60)) == .authenticateResult(.success))
         #expect(checker.checksStarted == 1)
         await first.close()
         await fixture.stop()
+        try await pool.shutdownGracefully()
     }
 
     @Test func anOversizedPasswordIsRefusedUnchecked() async throws {
