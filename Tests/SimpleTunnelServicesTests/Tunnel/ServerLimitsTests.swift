@@ -83,13 +83,14 @@ struct ServerLimitsTests {
     }
 
     @Test func udpFlowsExpireWhenIdleNotFromCreation() async throws {
-        let fixture = try await RawServerFixture.start { $0.multiplexerLimits.udpIdleTimeout = .seconds(1) }
-        // A destination that, once it hears from the flow, keeps talking for 3 s (twice the
-        // idle timeout) on its own event loop, then falls silent.
+        let fixture = try await RawServerFixture.start { $0.multiplexerLimits.udpIdleTimeout = .seconds(2) }
+        // A destination that, once it hears from the flow, keeps talking for 6 s (three times the
+        // idle timeout) on its own event loop, then falls silent. Its 200 ms gaps leave a loaded
+        // machine 1.8 s of slack before the flow would idle out between two datagrams.
         let chatter = try await DatagramBootstrap(group: fixture.group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ChattyDatagramHandler(interval: .milliseconds(150), count: 20))
+                    try channel.pipeline.syncOperations.addHandler(ChattyDatagramHandler(interval: .milliseconds(200), count: 30))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -107,8 +108,8 @@ struct ServerLimitsTests {
             if case .data(8, _, _) = message { datagrams += 1 }
             if case .close(8, .all) = message { closed = true; break }
         }
-        // Alive for every datagram of the 3 s, so not expired from creation; closed once idle.
-        #expect(datagrams == 20)
+        // Alive for every datagram of the 6 s, so not expired from creation; closed once idle.
+        #expect(datagrams == 30)
         #expect(closed)
         await peer.close()
         try? await chatter.close()
