@@ -40,4 +40,7 @@ enum FlowAction {
     /// and tell the peer; the tunnel goes on. (What ends a whole tunnel is
     /// found in decoding, and decided by `TunnelMessageDecodingError.disposition`.)
     case peerFault(reason: String)
+    /// Our own mistake, not the peer's: trap in a debug build; in a release
+    /// build close the flow at once, log and count it.
+    case impossible(ImpossibleFlowEvent)
 }

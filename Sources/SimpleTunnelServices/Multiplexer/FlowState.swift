@@ -8,7 +8,7 @@ import NIOCore
 /// Every event is a method that answers with the one `FlowAction` the
 /// multiplexer must perform; the multiplexer never sets a field. A call that
 /// only our own mistake could make (opening a client's flow, an open result
-/// for a server's) asserts. What follows from the state alone (whether
+/// for a server's) answers `.impossible`. What follows from the state alone (whether
 /// to read the local socket, whether there is something to send, whether the
 /// flow is over) is derived, never stored, so it cannot go stale.
 struct FlowState {
@@ -34,6 +34,10 @@ struct FlowState {
         case open(running: Streams)
         /// Server: the peer closed both streams while the flow was still connecting.
         case cancelled
+        /// Only inside an event that edits the phase's payload in place (so
+        /// the payload's array has one owner and is not copied); no event
+        /// ever starts or ends in it. Seeing it is our own mistake.
+        case modifying
     }
 
     struct Limits {
@@ -83,7 +87,7 @@ struct FlowState {
     var running: Streams {
         switch phase {
         case .opening(_, _, let running), .awaitingOpenResult(let running), .open(let running): running
-        case .cancelled: []
+        case .cancelled, .modifying: []
         }
     }
 
@@ -137,8 +141,9 @@ struct FlowState {
             return .forget(aborting: true)
         case .awaitingOpenResult, .open:
             // Only a server's flow that is connecting opens: anything else is our own mistake.
-            assertionFailure("openSucceeded in phase \(phase)")
-            return .forget(aborting: true)
+            return .impossible(.openSucceededWhenNotOpening)
+        case .modifying:
+            return .impossible(.phaseBeingModified)
         }
     }
 
@@ -151,8 +156,9 @@ struct FlowState {
             // The peer closed the flow and waits for no answer.
             return .endFailedOpen(answer: nil)
         case .awaitingOpenResult, .open:
-            assertionFailure("openFailed in phase \(phase)")
-            return .forget(aborting: true)
+            return .impossible(.openFailedWhenNotOpening)
+        case .modifying:
+            return .impossible(.phaseBeingModified)
         }
     }
 
@@ -184,8 +190,9 @@ struct FlowState {
             // A second answer: harmless, ignored.
             return .none
         case .opening, .cancelled:
-            assertionFailure("a server's flow got an open result")
-            return .none
+            return .impossible(.openResultForServerFlow)
+        case .modifying:
+            return .impossible(.phaseBeingModified)
         }
     }
 
@@ -202,7 +209,7 @@ struct FlowState {
             // Nothing to keep (and no allowance used): empty data must not grow the list without bound.
             guard data.readableBytes > 0 else { return .none }
             // Out of `phase` while appending, so the array has one owner and is not copied.
-            phase = .cancelled
+            phase = .modifying
             early.append(data)
             phase = .opening(early: early, earlyBytes: earlyBytes + data.readableBytes, running: running)
             return .none
@@ -210,6 +217,8 @@ struct FlowState {
             return .drop
         case .open(let running):
             return running.contains(.receiving) ? .writeLocal(data, to: destination) : .drop
+        case .modifying:
+            return .impossible(.phaseBeingModified)
         }
     }
 
@@ -281,7 +290,8 @@ struct FlowState {
             phase = .awaitingOpenResult(running: running.subtracting(ended))
         case .open(let running):
             phase = .open(running: running.subtracting(ended))
-        case .cancelled:
+        case .cancelled, .modifying:
+            // Nothing runs: nothing to end (the event that follows answers for `.modifying`).
             break
         }
     }
@@ -323,6 +333,8 @@ struct FlowState {
             return .none
         case .awaitingOpenResult(let running):
             return running.isEmpty ? .failPendingOpen(FlowOpenFailure(.internalError, "the server closed the flow before answering")) : .none
+        case .modifying:
+            return .impossible(.phaseBeingModified)
         }
     }
 
@@ -346,6 +358,8 @@ struct FlowState {
             return .none
         case .open(let open):
             running = open
+        case .modifying:
+            return .impossible(.phaseBeingModified)
         }
         let direction: TunnelConnectionCloseDirection
         switch (running.contains(.sending), running.contains(.receiving)) {

@@ -24,4 +24,7 @@ enum IPFlowAction {
     case failPendingOpen(FlowOpenFailure)
     /// Forget the flow and close its end (the lease goes back, the device stays).
     case forget
+    /// Our own mistake, not the peer's: trap in a debug build; in a release
+    /// build close the flow at once, log and count it.
+    case impossible(ImpossibleFlowEvent)
 }

@@ -65,8 +65,7 @@ struct IPFlowState {
             // The peer gave the flow up: the lease goes back at once.
             return .forget
         case .awaitingOpenResult, .open:
-            assertionFailure("openSucceeded in phase \(phase)")
-            return .forget
+            return .impossible(.openSucceededWhenNotOpening)
         }
     }
 
@@ -79,8 +78,7 @@ struct IPFlowState {
             // The peer closed the flow and waits for no answer.
             return .endFailedOpen(answer: nil)
         case .awaitingOpenResult, .open:
-            assertionFailure("openFailed in phase \(phase)")
-            return .forget
+            return .impossible(.openFailedWhenNotOpening)
         }
     }
 
@@ -105,8 +103,7 @@ struct IPFlowState {
             // A second answer: harmless, ignored.
             return .none
         case .opening, .cancelled:
-            assertionFailure("a server's flow got an open result")
-            return .none
+            return .impossible(.openResultForServerFlow)
         }
     }
 

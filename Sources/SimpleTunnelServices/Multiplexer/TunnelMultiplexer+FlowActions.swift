@@ -85,6 +85,8 @@ extension TunnelMultiplexer {
             forget(identifier, aborting: aborting)
         case .peerFault(let reason):
             abort(identifier, reason: reason)
+        case .impossible(let event):
+            impossible(identifier, event)
         }
     }
 

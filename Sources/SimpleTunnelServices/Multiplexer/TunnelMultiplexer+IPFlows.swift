@@ -49,6 +49,8 @@ extension TunnelMultiplexer {
             failPendingOpen(identifier, failure)
         case .forget:
             forget(identifier)
+        case .impossible(let event):
+            impossible(identifier, event)
         }
     }
 

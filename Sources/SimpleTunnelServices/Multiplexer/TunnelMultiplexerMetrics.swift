@@ -14,6 +14,13 @@ public protocol TunnelMultiplexerMetrics: Sendable {
     /// A message from the peer that could not be acted on (a bad `host`, a
     /// missing key), dropped or answered as PROTOCOL.md B5 says.
     func malformedMessage()
+    /// A flow event only our own mistake could cause (`ImpossibleFlowEvent`).
+    func impossibleEvent()
+}
+
+extension TunnelMultiplexerMetrics {
+    /// Only the server exports this count; others need not keep it.
+    public func impossibleEvent() {}
 }
 
 /// What a flow carries, as it is counted.

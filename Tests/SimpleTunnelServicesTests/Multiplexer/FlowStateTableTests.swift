@@ -31,34 +31,4 @@ struct FlowStateTableTests {
             Issue.record("the table has \(expected.count) rows, the machine \(observed.count):\n\(FlowStateTable.format(observed))")
         }
     }
-
 }
-
-#if DEBUG
-/// The table's "trap" rows: the multiplexer never makes these calls, and a
-/// mistake that did stops the tests. One at a time: each starts the test
-/// program again, which a loaded machine feels.
-@Suite("A flow's impossible events", .serialized, .timeLimit(.minutes(3)))
-struct FlowStateTrapTests {
-    @Test func openingAClientsFlowTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var flow = FlowState.awaitingOpenResult(.tcp, limits: FlowStateTable.limits, now: .now())
-            FlowEvent.openSucceeded.apply(to: &flow)
-        }
-    }
-
-    @Test func failingAnOpenFlowsOpenTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var flow = FlowStateTable.reach([.openResultSuccess], server: false)
-            FlowEvent.openFailed.apply(to: &flow)
-        }
-    }
-
-    @Test func anOpenResultForAServersFlowTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var flow = FlowState.opening(.tcp, limits: FlowStateTable.limits, now: .now())
-            FlowEvent.openResultSuccess.apply(to: &flow)
-        }
-    }
-}
-#endif

@@ -45,12 +45,13 @@ extension IPFlowAction {
         case .completeOpen: "completeOpen"
         case .failPendingOpen: "failPendingOpen"
         case .forget: "forget"
+        case .impossible: "impossible"
         }
     }
 
     var forgetsFlow: Bool {
         switch self {
-        case .endFailedOpen, .failPendingOpen, .forget: true
+        case .endFailedOpen, .failPendingOpen, .forget, .impossible: true
         default: false
         }
     }
@@ -82,16 +83,6 @@ enum IPFlowStateTable {
         var flow: IPFlowState = server ? .opening(queueLimit: 4096) : .awaitingOpenResult(queueLimit: 4096)
         for event in path { event.apply(to: &flow) }
         return flow
-    }
-
-    /// A server's flow never gets an open result, a client's never opens itself.
-    static func traps(state: String, event: IPFlowEvent) -> Bool {
-        let serverOnly = state == "opening" || state == "cancelled"
-        switch event {
-        case .openSucceeded, .openFailed: return !serverOnly
-        case .openResultSuccess, .openResultRefused: return serverOnly
-        default: return false
-        }
     }
 
     /// state, event, next state, action.
@@ -179,12 +170,12 @@ enum IPFlowStateTable {
         var rows: [FlowStateTable.Row] = []
         for state in states {
             for event in IPFlowEvent.allCases {
-                if traps(state: state.label, event: event) {
+                var flow = reach(state.path, server: state.server)
+                let action = event.apply(to: &flow)
+                if case .impossible = action {
                     rows.append(FlowStateTable.Row(state: state.label, event: event.rawValue, next: "trap", action: ""))
                     continue
                 }
-                var flow = reach(state.path, server: state.server)
-                let action = event.apply(to: &flow)
                 rows.append(FlowStateTable.Row(state: state.label, event: event.rawValue, next: action.forgetsFlow ? "forgotten" : flow.label, action: action.name))
             }
         }

@@ -4,4 +4,5 @@ extension TunnelServerMetrics: TunnelMultiplexerMetrics {
     public func bytesToPeer(_ count: Int) { bytesToClients.increment(by: count) }
     public func packetsDroppedForCongestion(count: Int) { droppedPackets(.congested, count: count) }
     public func malformedMessage() { malformedMessages.increment() }
+    public func impossibleEvent() { impossibleEvents.increment() }
 }

@@ -12,6 +12,8 @@ public struct TunnelServerMetrics: Sendable {
     let loginsUnavailable: Counter
     /// Messages from clients that could not be acted on (PROTOCOL.md B5).
     let malformedMessages: Counter
+    /// Flow events only our own mistake could cause (a release build closes the flow and counts it).
+    let impossibleEvents: Counter
     let leases: Meter
     private let flows: [TunnelFlowKind: Meter]
     private let openResults: [TunnelConnectionOpenResult: Counter]
@@ -45,6 +47,7 @@ public struct TunnelServerMetrics: Sendable {
         authenticationFailures = Counter(label: "simpletunnel_authentication_failures_total", factory: factory)
         loginsUnavailable = Counter(label: "simpletunnel_logins_unavailable_total", factory: factory)
         malformedMessages = Counter(label: "simpletunnel_malformed_messages_total", factory: factory)
+        impossibleEvents = Counter(label: "simpletunnel_impossible_events_total", factory: factory)
         leases = Meter(label: "simpletunnel_leases", factory: factory)
         flows = [
             .tcp: Meter(label: "simpletunnel_flows", dimensions: [("kind", "tcp")], factory: factory),
