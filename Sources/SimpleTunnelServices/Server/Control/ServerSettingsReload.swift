@@ -31,30 +31,17 @@ public struct ServerSettingsReload: Sendable {
             if aspect.isLive { applied.append(line) } else { needsRestart.append(line) }
         }
         applied += reread.settings.access.changes(from: running.settings.access)
-        var settings = reread.settings
-        let kept = serving
-        settings.host = kept.host
-        settings.port = kept.port
-        settings.clientNetworks = kept.clientNetworks
-        // The logins themselves (users file or database); `reloadUsers` reads them again.
-        settings.authentication = kept.authentication
-        settings.dns = kept.dns
-        settings.ipLayer = kept.ipLayer
-        settings.metrics = kept.metrics
-        settings.startupsRoll = kept.startupsRoll
-        settings.refusalLogInterval = kept.refusalLogInterval
-        if (kept.tls == nil) != (reread.settings.tls == nil) { settings.tls = kept.tls }
-        for limit in ServerLimit.all where !limit.isLive {
-            limit.keep(kept, &settings)
+        let kept = ReloadAspect.Running(serving: serving, launch: running)
+        var target = ReloadAspect.Target(settings: reread.settings, configuration: reread.configuration)
+        for aspect in Self.aspects {
+            aspect.keep?(kept, &target)
         }
-        self.settings = settings
+        for object in Self.runningObjects {
+            object(kept, &target)
+        }
+        self.settings = target.settings
         self.policy = reread.policy
-        var configuration = reread.configuration
-        configuration.pool = running.configuration.pool
-        configuration.poolIsConfigured = running.configuration.poolIsConfigured
-        configuration.ipv6Pool = running.configuration.ipv6Pool
-        configuration.server.databaseURL = running.configuration.server.databaseURL
-        self.configuration = configuration
+        self.configuration = target.configuration
         self.applied = applied
         self.needsRestart = needsRestart
     }
@@ -69,63 +56,53 @@ public struct ServerSettingsReload: Sendable {
         launch.usersFile = running.usersFile
         launch.selfSignedIdentity = running.selfSignedIdentity
         launch.askedListenAddress = running.askedListenAddress
+        // The IP layer runs as it started (device, pools, isolation), so a change is named until a restart.
+        launch.ipLayer = running.ipLayer
         return launch
-    }
-
-    /// One setting as the operator knows it, described so that two launches can be compared.
-    struct Aspect: Sendable {
-        let name: String
-        let isLive: Bool
-        let describe: @Sendable (TunnelServerLaunch) -> String
-        /// For values whose description leaves something out.
-        var differs: @Sendable (TunnelServerLaunch, TunnelServerLaunch) -> Bool = { _, _ in false }
-
-        init(limit: ServerLimit) {
-            self.init(name: limit.name, isLive: limit.isLive) { limit.describe($0.settings) }
-        }
-
-        init(
-            name: String, isLive: Bool, differs: @escaping @Sendable (TunnelServerLaunch, TunnelServerLaunch) -> Bool = { _, _ in false },
-            describe: @escaping @Sendable (TunnelServerLaunch) -> String
-        ) {
-            self.name = name
-            self.isLive = isLive
-            self.differs = differs
-            self.describe = describe
-        }
     }
 
     /// Every setting a reload can find changed: the ones below, then each limit
     /// (`ServerLimit.all`). A new setting other than a limit is added here once.
-    static let aspects: [Aspect] = settingAspects + ServerLimit.all.map(Aspect.init(limit:))
+    static let aspects: [ReloadAspect] = settingAspects + ServerLimit.all.map(ReloadAspect.init(limit:))
 
-    private static let settingAspects: [Aspect] = [
+    private static let settingAspects: [ReloadAspect] = [
         // What the files ask for: the server keeps listening where it started, and derives its safety rules from that.
-        Aspect(name: "listen address", isLive: false) { $0.askedListenAddress },
-        Aspect(name: "listen port", isLive: false) { $0.settings.port == 0 ? "any free port" : "\($0.settings.port)" },
-        Aspect(name: "TLS", isLive: false) { $0.settings.tls == nil ? "off (--plaintext)" : "on" },
-        Aspect(name: "plaintext clients", isLive: false) { $0.settings.clientNetworks.map { "\($0)" } ?? "any" },
-        // Read at each connection: a balancer added or removed counts from the next one.
-        Aspect(name: "PROXY protocol balancers", isLive: true) { $0.settings.proxyProtocolFrom.map { "\($0)" } ?? "none" },
-        Aspect(name: "database", isLive: false) { $0.configuration.server.databaseURL ?? "none" },
-        Aspect(name: "IPv4 pool", isLive: false) {
-            $0.configuration.poolIsConfigured ? "\($0.configuration.pool.lowerBound)-\($0.configuration.pool.upperBound)" : "none"
+        .untilRestart("listen address", keep: { $1.settings.host = $0.serving.host }) { $0.askedListenAddress },
+        .untilRestart("listen port", keep: { $1.settings.port = $0.serving.port }) {
+            $0.settings.port == 0 ? "any free port" : "\($0.settings.port)"
         },
-        Aspect(name: "IPv6 pool", isLive: false) { launch in
+        // Turning TLS on or off waits for a restart; a renewed certificate is taken live.
+        .untilRestart("TLS", keep: { running, target in
+            if (running.serving.tls == nil) != (target.settings.tls == nil) { target.settings.tls = running.serving.tls }
+        }) { $0.settings.tls == nil ? "off (--plaintext)" : "on" },
+        .untilRestart("plaintext clients", keep: { $1.settings.clientNetworks = $0.serving.clientNetworks }) {
+            $0.settings.clientNetworks.map { "\($0)" } ?? "any"
+        },
+        // Read at each connection: a balancer added or removed counts from the next one.
+        .live("PROXY protocol balancers") { $0.settings.proxyProtocolFrom.map { "\($0)" } ?? "none" },
+        .untilRestart("database", keep: { $1.configuration.server.databaseURL = $0.launch.configuration.server.databaseURL }) {
+            $0.configuration.server.databaseURL ?? "none"
+        },
+        .untilRestart("IPv4 pool", keep: { running, target in
+            target.configuration.pool = running.launch.configuration.pool
+            target.configuration.poolIsConfigured = running.launch.configuration.poolIsConfigured
+        }) { $0.configuration.poolIsConfigured ? "\($0.configuration.pool.lowerBound)-\($0.configuration.pool.upperBound)" : "none" },
+        .untilRestart("IPv6 pool", keep: { $1.configuration.ipv6Pool = $0.launch.configuration.ipv6Pool }) { launch in
             launch.configuration.ipv6Pool.map { "\($0.lowerBound)-\($0.upperBound)" } ?? "none"
         },
-        Aspect(name: "client isolation", isLive: false) { launch in
+        // The running IP layer (its device, leases and isolation) stays whole until a restart.
+        .untilRestart("client isolation", keep: { $1.settings.ipLayer = $0.serving.ipLayer }) { launch in
             launch.ipLayer.map { $0.options.clientIsolation ? "on" : "off (--client-to-client)" } ?? "no IP layer"
         },
-        Aspect(name: "destination policy", isLive: true) { launch in
+        .live("destination policy") { launch in
             let allow = launch.policy.allowRules.map(\.text), deny = launch.policy.denyRules.map(\.text)
             let defaults = launch.policy.defaultDenyRules.map(\.text)
             // The public listener's default denials are named too, so that a change to them shows.
             return "allow [\(allow.joined(separator: ", "))] deny [\(deny.joined(separator: ", "))]"
                 + (defaults.isEmpty ? "" : " default deny [\(defaults.joined(separator: ", "))]")
         },
-        Aspect(
-            name: "pushed configuration", isLive: true,
+        .live(
+            "pushed configuration",
             differs: { running, reread in
                 let any = IPv4Address(0, 0, 0, 0)
                 return running.settings.clientConfiguration != reread.settings.clientConfiguration
@@ -137,5 +114,16 @@ public struct ServerSettingsReload: Sendable {
                 + (launch.configuration.ipv6Pool == nil ? "" : "IPv6 routes \(launch.configuration.ipv6Routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything"), ")
                 + "DNS \(launch.configuration.dns.map { $0.servers.map(\.description).joined(separator: ", ") } ?? "none")"
         },
+    ]
+
+    /// What a running server made and a reload never replaces, though no
+    /// operator setting names it: the logins (`reloadUsers` reads them again),
+    /// the DNS forwarder, the metrics, and the admission's dice and log pace.
+    private static let runningObjects: [@Sendable (ReloadAspect.Running, inout ReloadAspect.Target) -> Void] = [
+        { $1.settings.authentication = $0.serving.authentication },
+        { $1.settings.dns = $0.serving.dns },
+        { $1.settings.metrics = $0.serving.metrics },
+        { $1.settings.startupsRoll = $0.serving.startupsRoll },
+        { $1.settings.refusalLogInterval = $0.serving.refusalLogInterval },
     ]
 }

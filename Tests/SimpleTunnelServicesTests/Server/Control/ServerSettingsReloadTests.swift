@@ -78,6 +78,29 @@ struct ServerSettingsReloadTests {
         #expect(next.needsRestart == ["IPv4 pool: 10.9.0.2-10.9.0.20 → 10.9.0.2-10.9.0.99"])
     }
 
+    /// Each setting that waits for a restart is kept by its own declaration:
+    /// after the reload, every one it named describes as the running server's.
+    @Test func whatWaitsForARestartKeepsTheRunningValue() throws {
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let running = try launch(Self.base)
+        let changed = Self.base.replacingOccurrences(of: "10.9.0.20", with: "10.9.0.30") + """
+            <key>Server</key><dict>
+              <key>ListenAddress</key><string>127.0.0.2</string><key>Port</key><integer>4555</integer>
+              <key>ClientIsolation</key><false/>
+            </dict>
+            """
+        let reread = try launch(changed)
+        let reload = ServerSettingsReload(running: running, serving: running.settings, reread: reread)
+        let named = reload.needsRestart.map { String($0.prefix { $0 != ":" }) }
+        #expect(Set(named).isSuperset(of: ["listen address", "listen port", "IPv4 pool"]), "\(reload.needsRestart)")
+        let effective = reload.effective(running: running, reread: reread)
+        for name in named {
+            let aspect = try #require(ServerSettingsReload.aspects.first { $0.name == name })
+            #expect(aspect.describe(effective) == aspect.describe(running), "\(name) was not kept")
+        }
+        #expect(reload.settings.host == running.settings.host && reload.settings.port == running.settings.port)
+    }
+
     @Test func everyAspectIsNamedOnceAndTheListenerNeverChangesLive() {
         let names = ServerSettingsReload.aspects.map(\.name)
         #expect(Set(names).count == names.count)
