@@ -6,13 +6,19 @@ import Testing
 /// namespaces: the login's tunnel comes up with its fixed address on every
 /// connect, across a server restart (leases in `leases.json`) and with
 /// `--database`; another login never gets it; a reload that moves it ends
-/// the login's tunnel and its client comes back with the new one.
+/// the login's tunnel and its client comes back with the new one. Its
+/// group's routes reach its client; another login's client gets the server's.
 @Suite("Fixed addresses on a running tunnel-server", .serialized, .timeLimit(.minutes(5)))
 struct FixedAddressNamespaceTests {
     static let passwords = ["build": "build-pw", "alice": "alice-pw"]
 
+    /// Build is in a group whose routes add 10.20.0.0/16 to the destination's network; alice is in none.
     static func users(build address: String) -> String {
-        "<key>Users</key><dict><key>build</key><dict><key>IPv4Address</key><string>\(address)</string></dict></dict>"
+        let route = { (network: String, mask: String) in "<dict><key>Address</key><string>\(network)</string><key>Netmask</key><string>\(mask)</string></dict>" }
+        return "<key>Groups</key><dict><key>builders</key><dict><key>Routes</key><dict><key>IPv4</key><array>"
+            + route("198.18.2.0", "255.255.255.0") + route("10.20.0.0", "255.255.0.0") + "</array></dict></dict></dict>"
+            + "<key>Users</key><dict><key>build</key><dict><key>Groups</key><array><string>builders</string></array>"
+            + "<key>IPv4Address</key><string>\(address)</string></dict></dict>"
     }
 
     static func lab() throws -> VPNLab {
@@ -60,6 +66,11 @@ struct FixedAddressNamespaceTests {
         #expect(try Self.address(vpn, in: buildNamespace, device: "stun1").contains("10.90.0.9/"), "\(server.outputSoFar)")
         let ping = try vpn.lab.run(in: buildNamespace, ["ping", "-c", "2", "-i", "0.2", "-W", "2", "198.18.2.2"], check: false)
         #expect(ping.status == 0, "no ping from the fixed address: \(ping.standardOutput)\n\(build.outputSoFar)")
+        // The builders group's routes reached build's client; alice got the server's.
+        let buildRoutes = try vpn.lab.run(in: buildNamespace, ["ip", "route"]).standardOutput
+        let aliceRoutes = try vpn.lab.run(in: aliceNamespace, ["ip", "route"]).standardOutput
+        #expect(buildRoutes.contains("10.20.0.0/16 dev stun1") && buildRoutes.contains("198.18.2.0/24 dev stun1"), "\(buildRoutes)")
+        #expect(!aliceRoutes.contains("10.20.0.0/16") && aliceRoutes.contains("198.18.2.0/24 dev stun2"), "\(aliceRoutes)")
 
         // Reconnect, then restart the server: the same address each time.
         await Self.stop([build])
