@@ -107,6 +107,34 @@ struct FixedAddressNamespaceTests {
         await Self.stop([afterRestart])
     }
 
+    /// At start, no namespace needed: the server refuses the file before it listens, naming the file, the key and the logins.
+    @Test(arguments: [
+        (#"<key>build</key><dict><key>IPv4Address</key><string>10.90.1.9</string></dict>"#,
+         ["Server.Users.build.IPv4Address", "10.90.1.9 of login \"build\" is outside the IPv4 pool 10.90.0.2-10.90.0.20"]),
+        (#"<key>alice</key><dict><key>IPv4Address</key><string>10.90.0.9</string></dict><key>build</key><dict><key>IPv4Address</key><string>10.90.0.9</string></dict>"#,
+         ["Server.Users.build.IPv4Address", #"10.90.0.9 is the fixed address of both "alice" and "build""#]),
+    ])
+    func aBadFixedAddressStopsTheServerAtStart(users: String, expected: [String]) async throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.write("tunnel-server.plist", text: """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict>
+              <key>IPv4</key><dict><key>Pool</key><dict><key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.0.20</string></dict></dict>
+              <key>DNS</key><dict><key>Servers</key><array/></dict>
+              <key>Server</key><dict><key>Users</key><dict>\(users)</dict></dict>
+            </dict></plist>
+            """)
+        let run = try await ExternalProcess.run(
+            BuiltPrograms.tunnelServer,
+            ["serve", "--port", "0", "--plaintext", "--host", "127.0.0.1", "--config", path, "--no-ip-layer", "--state-directory", directory.path + "/state"],
+            timeout: 30)
+        let said = String(decoding: run.output + run.errors, as: UTF8.self)
+        #expect(run.status != 0, "\(said)")
+        for text in [path] + expected {
+            #expect(said.contains(text), "\(said)")
+        }
+    }
+
     @Test(.enabled(if: DatabaseReloadNamespaceTests.isAvailable, "needs root, /dev/net/tun, ip netns and postgresql"))
     func withTheDatabaseTheFixedAddressHoldsAcrossARestart() async throws {
         let postgres = try await ThrowawayPostgres.started()
