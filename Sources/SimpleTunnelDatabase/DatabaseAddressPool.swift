@@ -21,12 +21,19 @@ public final class DatabaseAddressPool: AddressLeasing {
     let held = NIOLockedValueBox<[LeaseBook.Holder: String]>([:])
     /// Takeover notices the sessions table contradicts: anyone who can connect may send one.
     let forgedNoticeLog = NIOLockedValueBox(LineRateLimiter(interval: .seconds(60)))
+    /// The addresses reserved for single logins; every server sharing the database reads the same ones.
+    private let fixed = NIOLockedValueBox(FixedAddresses())
 
     /// Leases an address of each family given.
     public init(range: ClosedRange<IPv4Address>?, ipv6Range: ClosedRange<IPv6Address>? = nil, database: TunnelDatabase) {
         self.range = range
         self.ipv6Range = ipv6Range
         self.database = database
+    }
+
+    /// Read at each lease; the database itself keeps none (each server's configuration names them).
+    public func reserve(_ fixed: FixedAddresses) {
+        self.fixed.withLockedValue { $0 = fixed }
     }
 
     public var leasedCount: Int { held.withLockedValue { $0.count } }
@@ -41,8 +48,10 @@ public final class DatabaseAddressPool: AddressLeasing {
         let holder = Self.newHolder()
         // An anonymous client is not remembered: its row lives as long as its session.
         let key = client ?? "anonymous:\(database.serverID):\(holder)"
+        let reserved = fixed.withLockedValue { $0 }
         let request = DatabaseLeaseRequest(
-            client: key, ipv4: range.map { .ipv4($0) }, ipv6: ipv6Range.map { .ipv6($0) }, serverID: database.serverID, session: holder)
+            client: key, ipv4: range.map { .ipv4($0, fixed: reserved.ipv4) }, ipv6: ipv6Range.map { .ipv6($0, fixed: reserved.ipv6) },
+            serverID: database.serverID, session: holder)
         return database.perform("leasing an address", on: eventLoop) { client, logger in
             do {
                 return try await client.withTransaction(logger: logger) { connection in

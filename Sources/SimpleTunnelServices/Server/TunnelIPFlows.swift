@@ -14,12 +14,14 @@ struct TunnelIPFlows: IPFlowOpening {
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         var loginFilter: (@Sendable () -> LoginPacketFilter?)?
+        var pushed: AccessProfile.Pushed?
         if let access {
             let peer = self.peer
             loginFilter = { access.packetFilter(for: peer.currentLogin) }
+            pushed = access.profile(for: peer.currentLogin).pushed
         }
         layer.open(
             reporter: reporter, peer: peer, offersSuperPackets: offersSuperPackets, eventLoop: eventLoop, logger: logger, loginFilter: loginFilter,
-            completion: completion)
+            pushed: pushed, completion: completion)
     }
 }

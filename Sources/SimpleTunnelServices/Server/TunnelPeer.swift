@@ -39,7 +39,7 @@ public final class TunnelPeer: Sendable {
     /// certificate subject; nil for an anonymous client. Only on the tunnel's event loop.
     var identity: String? {
         if let login = currentLogin {
-            return "login:\(login)"
+            return FixedAddresses.client(login: login)
         }
         return certificateSubject.map { "subject:\($0)" }
     }

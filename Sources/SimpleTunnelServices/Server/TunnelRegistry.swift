@@ -104,8 +104,9 @@ final class TunnelRegistry: Sendable {
 
     /// Closes the tunnels whose login matches; returns how many. Closed outside
     /// the lock: a close on this thread removes the tunnel at once.
-    func end(loginMatching matches: (String) -> Bool) -> Int {
-        let chosen = all.filter { $0.currentLogin.map(matches) ?? false }
+    /// `leasingOnly`: only those holding a tunnel address (an IP flow open).
+    func end(loginMatching matches: (String) -> Bool, leasingOnly: Bool = false) -> Int {
+        let chosen = all.filter { ($0.currentLogin.map(matches) ?? false) && (!leasingOnly || $0.currentLease != nil) }
         for peer in chosen { peer.close() }
         return chosen.count
     }

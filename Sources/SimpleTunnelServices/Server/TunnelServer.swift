@@ -301,6 +301,13 @@ public final class TunnelServer: Sendable {
     /// Every tunnel now, with its counters from its event loop, and what the operator should act on.
     public func status() async -> TunnelServerStatus {
         var status = await tunnels.status()
+        let rules = access.rules
+        for index in status.tunnels.indices {
+            guard let login = status.tunnels[index].login, let user = rules.users[login] else { continue }
+            status.tunnels[index].groups = user.groups.isEmpty ? nil : user.groups
+            let fixed = [user.ipv4Address?.description, user.ipv6Address?.description].compactMap { $0 }
+            status.tunnels[index].fixedAddress = fixed.isEmpty ? nil : fixed.joined(separator: " and ")
+        }
         let warnings = certificateWarnings() + statusWarnings.withLockedValue { $0 }.flatMap { $0() }
         status.warnings = warnings.isEmpty ? nil : warnings
         return status
@@ -340,12 +347,20 @@ public final class TunnelServer: Sendable {
     /// their limits and the configuration they were given.
     public func apply(_ reload: ServerSettingsReload) {
         var settings = reload.settings
+        let moved = settings.access.loginsWhoseFixedAddressChanged(from: access.rules)
         authorizer.replace(with: settings.opener.authorizer)
         settings.opener.authorizer = authorizer
         access.replace(with: settings.access)
         live.withLockedValue { $0 = settings }
         admission.update(limits: settings.admissionLimits)
         Self.endRefusedLogins(tunnels: tunnels, access: access, logger: logger, onlyIfExpiring: false)
+        // Their address is the old one until they reconnect, which their client does when the tunnel ends.
+        if !moved.isEmpty {
+            let ended = tunnels.end(loginMatching: moved.contains, leasingOnly: true)
+            logger.notice(
+                "ending the IP tunnels of logins whose fixed address changed, so they reconnect to the new one",
+                metadata: ["logins": "\(moved.sorted().map { PeerText.quoted($0) }.joined(separator: ","))", "tunnels-ended": "\(ended)"])
+        }
     }
 
     /// The access rules open tunnels are judged by now.

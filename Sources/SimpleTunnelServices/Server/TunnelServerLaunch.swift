@@ -128,6 +128,7 @@ public struct TunnelServerLaunch: Sendable {
         launch.warnings += Self.refusedDNSServers(configuration, policy: policy)
         launch.warnings += limits.warnings
         launch.warnings += Self.dnsHint(configuration, resolvConf: resolvConf)
+        if database == nil { launch.warnings += settings.access.loginsWithoutPassword(in: usersFile?.users) }
         launch.settings.proxyProtocolFrom = server.proxyProtocolFrom
         if let text = options.proxyProtocolFrom {
             do {

@@ -19,6 +19,14 @@ public struct AccessProfile: Sendable, Hashable {
     public var tunnels: Int?
     public var expires: Date?
     public var disabled: Bool
+    /// What its groups push to its IP tunnels instead of the server's own (nil: the server's).
+    public var pushed = Pushed()
+
+    public struct Pushed: Sendable, Hashable {
+        public var routes: [IPv4Network]?
+        public var ipv6Routes: [IPv6Network]?
+        public var dns: DNSSettings?
+    }
 
     public func loginRefusal(now: Date) -> LoginAccessRefusal? {
         if disabled { return .disabled }

@@ -16,6 +16,8 @@ extension AccessRules {
                 if before.policy != after.policy { what.append("policy changed") }
                 if before.appLayer != after.appLayer { what.append("AppLayer \(Self.text(before.appLayer)) → \(Self.text(after.appLayer))") }
                 if before.tunnels != after.tunnels { what.append("Tunnels \(Self.text(before.tunnels)) → \(Self.text(after.tunnels))") }
+                if before.routes != after.routes || before.ipv6Routes != after.ipv6Routes { what.append("Routes changed") }
+                if before.dns != after.dns { what.append("DNS changed") }
                 lines.append("\(label): \(what.joined(separator: ", "))")
             default: break
             }
@@ -34,6 +36,9 @@ extension AccessRules {
                     what.append("expires \(Self.text(before.expires)) → \(Self.text(after.expires))")
                 }
                 if before.disabled != after.disabled { what.append(after.disabled ? "disabled" : "enabled") }
+                if before.ipv4Address != after.ipv4Address || before.ipv6Address != after.ipv6Address {
+                    what.append("fixed address \(Self.fixed(before)) → \(Self.fixed(after)) (its IP tunnels end, so it reconnects to it)")
+                }
                 lines.append("\(label): \(what.joined(separator: ", "))")
             default: break
             }
@@ -45,7 +50,23 @@ extension AccessRules {
         var parts = ["groups \(list(user.groups))"]
         if let expires = user.expires { parts.append("expires \(text(expires))") }
         if user.disabled { parts.append("disabled") }
+        if user.ipv4Address != nil || user.ipv6Address != nil { parts.append("fixed address \(fixed(user))") }
         return parts.joined(separator: ", ")
+    }
+
+    /// Logins with a fixed address before or after whose fixed address differs: their open IP tunnels hold the old one.
+    public func loginsWhoseFixedAddressChanged(from old: AccessRules) -> Set<String> {
+        var logins: Set<String> = []
+        for login in Set(users.keys).union(old.users.keys) {
+            let before = old.users[login], after = users[login]
+            if before?.ipv4Address != after?.ipv4Address || before?.ipv6Address != after?.ipv6Address { logins.insert(login) }
+        }
+        return logins
+    }
+
+    private static func fixed(_ user: User) -> String {
+        let parts = [user.ipv4Address?.description, user.ipv6Address?.description].compactMap { $0 }
+        return parts.isEmpty ? "none" : parts.joined(separator: " and ")
     }
 
     private static func list(_ names: [String]) -> String { names.isEmpty ? "none" : names.joined(separator: ",") }

@@ -1,9 +1,10 @@
 import Foundation
 
 extension AccessRules {
-    static let groupKeys = ["Policy", "AppLayer", "Limits"]
+    static let groupKeys = ["Policy", "AppLayer", "Limits", "Routes", "DNS"]
+    static let groupRouteKeys = ["IPv4", "IPv6"]
     static let groupLimitKeys = ["Tunnels"]
-    static let userKeys = ["Groups", "Expires", "Disabled"]
+    static let userKeys = ["Groups", "Expires", "Disabled", "IPv4Address", "IPv6Address"]
 
     /// Reads `Server.Groups`, `Server.Users` and `Server.AppLayer` as strictly
     /// as the rest of `Server`: an unknown key, a group no one defined, a bad
@@ -42,6 +43,12 @@ extension AccessRules {
             try limits.rejectUnknownKeys(groupLimitKeys)
             group.tunnels = try limits.optional("Tunnels")?.positiveInteger(maximum: 1_000_000)
         }
+        if let routes = try entry.optional("Routes")?.dictionary() {
+            try routes.rejectUnknownKeys(groupRouteKeys)
+            group.routes = try routes.optional("IPv4").map { node throws(ConfigurationError) in try TunnelServerConfiguration.routes(node) }
+            group.ipv6Routes = try routes.optional("IPv6").map { node throws(ConfigurationError) in try TunnelServerConfiguration.ipv6Routes(node) }
+        }
+        group.dns = try entry.optional("DNS").map { node throws(ConfigurationError) in try TunnelServerConfiguration.dns(node) }
         return group
     }
 
@@ -62,6 +69,8 @@ extension AccessRules {
         }
         if let expires = entry.optional("Expires") { user.expires = try date(expires) }
         user.disabled = try entry.optional("Disabled")?.boolean(expected: "true (the login is refused) or false") ?? false
+        user.ipv4Address = try entry.optional("IPv4Address")?.ipv4Address()
+        user.ipv6Address = try entry.optional("IPv6Address")?.ipv6Address()
         return user
     }
 

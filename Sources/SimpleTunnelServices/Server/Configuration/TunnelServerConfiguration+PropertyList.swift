@@ -56,6 +56,7 @@ extension TunnelServerConfiguration {
         offersIPv4 = pool != nil || ipv6Pool == nil
         self = fillingMissingDNS(fromResolvConf: resolvConf)
         try checkClientConfigurationFitsInAMessage()
+        try checkFixedAddresses()
     }
 
     /// Top-level keys the server reads; every other one is passed to clients.
@@ -110,7 +111,7 @@ extension TunnelServerConfiguration {
         return start...end
     }
 
-    private static func routes(_ node: ConfigurationNode) throws(ConfigurationError) -> [IPv4Network] {
+    static func routes(_ node: ConfigurationNode) throws(ConfigurationError) -> [IPv4Network] {
         var routes: [IPv4Network] = []
         for element in try node.array(of: "routes, each a dictionary with Address and Netmask") {
             let route = try element.dictionary()
@@ -136,7 +137,7 @@ extension TunnelServerConfiguration {
         return routes
     }
 
-    private static func dns(_ node: ConfigurationNode) throws(ConfigurationError) -> DNSSettings {
+    static func dns(_ node: ConfigurationNode) throws(ConfigurationError) -> DNSSettings {
         let dns = try node.dictionary()
         try dns.rejectUnknownKeys(dnsKeys)
         let serversNode = try dns.required(

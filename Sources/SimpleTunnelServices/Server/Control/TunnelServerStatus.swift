@@ -20,6 +20,10 @@ public struct TunnelServerStatus: Codable, Sendable, Equatable {
         public var openFlows: Int
         /// Nil with --plaintext, or before the handshake finished.
         public var tlsVersion: String?
+        /// Its login's groups (`Server.Users`); nil when in none.
+        public var groups: [String]?
+        /// Its login's fixed address (`IPv4Address`, `IPv6Address`), as `leasedAddress` writes addresses; nil when none.
+        public var fixedAddress: String?
     }
 
     /// The tunnels open now.
@@ -69,7 +73,9 @@ public struct TunnelServerStatus: Codable, Sendable, Equatable {
                 who = "anonymous"
             }
             var line = "\(who)  from \(tunnel.peer)"
+            if let groups = tunnel.groups { line += "  groups \(groups.joined(separator: ","))" }
             if let lease = tunnel.leasedAddress { line += "  lease \(lease)" }
+            if let fixed = tunnel.fixedAddress { line += "  fixed \(fixed)" }
             line += "  since \(tunnel.since) (\(Int(tunnel.seconds)) s)  bytes \(tunnel.bytesFromClient) in, \(tunnel.bytesToClient) out"
             line += "  flows \(tunnel.openFlows)  \(tunnel.tlsVersion ?? "no TLS")"
             lines.append(line)

@@ -17,6 +17,9 @@ public protocol AddressLeasing: Sendable {
     func release(_ lease: AddressPool.Lease) -> Bool
     /// Addresses this server's tunnels hold now.
     var leasedCount: Int { get }
+    /// The addresses reserved for single logins (`Server.Users.<login>.IPv4Address`),
+    /// given at start and at each reload: each goes to its login alone.
+    func reserve(_ fixed: FixedAddresses)
     /// Where to say that a session here was replaced by one on another server (shared leases only).
     func whenReplacedElsewhere(_ end: @escaping @Sendable (UInt64) -> Void)
 }

@@ -70,6 +70,21 @@ public final class AddressPool: Sendable {
         return Lease(address: grant.ipv4, ipv6Address: grant.ipv6, holder: holder, replaced: grant.replaced)
     }
 
+    /// The addresses reserved for single logins from now on (start and reload); saved when what is remembered changes.
+    public func reserve(_ fixed: FixedAddresses) {
+        let changed = state.withLockedValue { state in
+            let before = Self.remembered(in: state.book)
+            state.book.reserve(fixed)
+            let after = Self.remembered(in: state.book)
+            guard after != before else { return nil as (UInt64, LeaseFile.Leases)? }
+            state.generation += 1
+            return (state.generation, after)
+        }
+        if let (generation, remembered) = changed {
+            save(remembered, generation: generation)
+        }
+    }
+
     private static func remembered(in book: DualStackLeaseBook) -> LeaseFile.Leases {
         LeaseFile.Leases(ipv4: book.ipv4?.remembered ?? [:], ipv6: book.ipv6?.remembered ?? [:])
     }

@@ -21,6 +21,12 @@ package struct DualStackLeaseBook: Sendable, Equatable {
         self.ipv6 = ipv6
     }
 
+    /// Replaces the addresses reserved for single clients, of both families.
+    mutating func reserve(_ fixed: FixedAddresses) {
+        ipv4?.reserve(fixed.ipv4)
+        ipv6?.reserve(fixed.ipv6)
+    }
+
     /// Leases held: each holds one address of every family offered.
     var heldCount: Int { ipv4?.heldCount ?? ipv6?.heldCount ?? 0 }
 

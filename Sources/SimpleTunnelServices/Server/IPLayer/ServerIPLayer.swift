@@ -24,13 +24,15 @@ public final class ServerIPLayer: Sendable {
         self.router = router
         self.currentConfiguration = NIOLockedValueBox(configuration)
         self.metrics = metrics
+        pool.reserve(configuration.server.access.fixedAddresses)
         pool.whenReplacedElsewhere { [weak self] holder in self?.endSession(holder: holder) }
     }
 
-    /// Routes and DNS for the leases given from now on, and the packet rules for every lease (a reload).
+    /// Routes, DNS and fixed addresses for the leases given from now on, and the packet rules for every lease (a reload).
     public func update(configuration: TunnelServerConfiguration, policy: DestinationPolicy) {
         currentConfiguration.withLockedValue { $0 = configuration }
         router.update(policy: policy)
+        pool.reserve(configuration.server.access.fixedAddresses)
     }
 
     /// Leases an address for an IP flow and attaches it to the router; result 3 when the pool is exhausted,
@@ -38,9 +40,10 @@ public final class ServerIPLayer: Sendable {
     /// A known client gets its last address back; if an older session of it still holds that address,
     /// that session's tunnel is ended and the address moves to this one at once.
     /// Super-packets are agreed when the client offers them and the device takes them whole.
+    /// `pushed`: the routes and DNS of the login's groups, answered instead of the server's.
     func open(
         reporter: FlowReporter, peer: TunnelPeer?, offersSuperPackets: Bool = false, eventLoop: EventLoop, logger: Logger,
-        loginFilter: (@Sendable () -> LoginPacketFilter?)? = nil,
+        loginFilter: (@Sendable () -> LoginPacketFilter?)? = nil, pushed: AccessProfile.Pushed? = nil,
         completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
     ) {
         let client = peer?.identity
@@ -67,7 +70,8 @@ public final class ServerIPLayer: Sendable {
                     peer.leased(lease.addressesDescription)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
-                var answer = currentConfiguration.withLockedValue { $0 }.configuration(
+                let configuration = currentConfiguration.withLockedValue { $0 }
+                var answer = (pushed?.applied(to: configuration) ?? configuration).configuration(
                     forLease: lease.address, ipv6: lease.ipv6Address, serverAddresses: serverAddresses)
                 if superPackets { answer[IPFlowConfigurationKey.superPackets] = PropertyListValue(1) }
                 completion(.success(OpenedFlow(endpoint: .ip(endpoint), configuration: answer)))

@@ -116,11 +116,19 @@ struct AccessRulesTests {
         (["Groups": .dictionary(["staff": .dictionary(["Limits": .dictionary(["Tunnels": -3])])])],
          "Server.Groups.staff.Limits.Tunnels: expected a positive integer (1 to 1000000), got -3"),
         (["Groups": .dictionary(["staff": .dictionary(["Polcy": AccessRulesTests.policy()])])],
-         "Server.Groups.staff.Polcy: unknown key (did you mean Policy?); known keys here: Policy, AppLayer, Limits"),
+         "Server.Groups.staff.Polcy: unknown key (did you mean Policy?); known keys here: Policy, AppLayer, Limits, Routes, DNS"),
         (["Groups": .dictionary(["staff": .dictionary(["Limits": .dictionary(["BandwidthMbit": 5])])])],
          "Server.Groups.staff.Limits.BandwidthMbit: unknown key; known keys here: Tunnels"),
         (["Users": .dictionary(["bob": .dictionary(["Group": .strings([])])])],
-         "Server.Users.bob.Group: unknown key (did you mean Groups?); known keys here: Groups, Expires, Disabled"),
+         "Server.Users.bob.Group: unknown key (did you mean Groups?); known keys here: Groups, Expires, Disabled, IPv4Address, IPv6Address"),
+        (["Users": .dictionary(["bob": .dictionary(["IPv4Address": .string("192.168.3.5")])])],
+         #"Server.Users.bob.IPv4Address: 192.168.3.5 of login "bob" is outside the IPv4 pool 192.168.2.2-192.168.2.10"#),
+        (["Users": .dictionary(["alice": .dictionary(["IPv4Address": .string("192.168.2.5")]), "bob": .dictionary(["IPv4Address": .string("192.168.2.5")])])],
+         #"Server.Users.bob.IPv4Address: 192.168.2.5 is the fixed address of both "alice" and "bob"; give each login its own"#),
+        (["Users": .dictionary(["bob": .dictionary(["IPv6Address": .string("fd00:90::5")])])],
+         "Server.Users.bob.IPv6Address: fd00:90::5 is an IPv6 address, but the server leases no IPv6"),
+        (["Users": .dictionary(["bob": .dictionary(["IPv4Address": .string("192.168.2")])])],
+         #"Server.Users.bob.IPv4Address: expected an IPv4 address such as 192.168.2.2, got "192.168.2""#),
         (["Users": .dictionary(["bob": .dictionary(["Disabled": .string("yes")])])], "Server.Users.bob.Disabled: expected true (the login is refused) or false"),
         (["Users": .dictionary(["bad login": .dictionary([:])])], "Server.Users.bad login: expected a login passwd could have made"),
         (["AppLayer": .string("no")], "Server.AppLayer: expected true"),
@@ -128,6 +136,55 @@ struct AccessRulesTests {
     func badInputNamesItsKeyPathAndWhatWasMeant(server: [String: PropertyListValue], message: String) {
         let thrown = #expect(throws: ConfigurationError.self) { try Self.rules(server) }
         #expect(thrown?.description.hasPrefix(message) == true, "\(thrown.map(\.description) ?? "nothing thrown")")
+    }
+
+    @Test func fixedAddressesAreReadAndKeyedAsThePoolsKeyTheirClients() throws {
+        var configuration = SampleConfiguration.withServer([
+            "Users": .dictionary([
+                "build": .dictionary(["IPv4Address": .string("192.168.2.9"), "IPv6Address": .string("fd00:90::9")]),
+                "alice": .dictionary(["IPv4Address": .string("192.168.2.2")]),
+            ])
+        ])
+        guard case .dictionary(var top) = configuration else { return }
+        top["IPv6"] = .dictionary(["Pool": .dictionary(["StartAddress": .string("fd00:90::2"), "EndAddress": .string("fd00:90::ff")])])
+        configuration = .dictionary(top)
+        let rules = try TunnelServerConfiguration(propertyList: configuration).server.access
+        #expect(rules.users["build"]?.ipv4Address == IPv4Address("192.168.2.9") && rules.users["build"]?.ipv6Address == IPv6Address("fd00:90::9"))
+        let fixed = rules.fixedAddresses
+        #expect(fixed.ipv4 == ["login:build": IPv4Address(192, 168, 2, 9), "login:alice": IPv4Address(192, 168, 2, 2)])
+        #expect(fixed.ipv6.count == 1 && fixed.ipv6["login:build"] == IPv6Address("fd00:90::9"))
+        // An address at the pool's edge is inside it; one past it is refused.
+        top["Server"] = .dictionary(["Users": .dictionary(["edge": .dictionary(["IPv6Address": .string("fd00:90::100")])])])
+        let thrown = #expect(throws: ConfigurationError.self) { try TunnelServerConfiguration(propertyList: .dictionary(top)) }
+        #expect(thrown?.description.contains("outside the IPv6 pool fd00:90::2-fd00:90::ff") == true, "\(thrown.map(\.description) ?? "")")
+    }
+
+    @Test func aChangedFixedAddressIsNamedAndItsLoginsTunnelsAreToEnd() throws {
+        let before = try Self.rules(Self.example)
+        var after = before
+        after.users["alice"]?.ipv4Address = IPv4Address(192, 168, 2, 7)
+        after.users["build"] = AccessRules.User(ipv4Address: IPv4Address(192, 168, 2, 9))
+        #expect(after.changes(from: before) == [
+            #"login "alice": fixed address none → 192.168.2.7 (its IP tunnels end, so it reconnects to it)"#,
+            #"login "build": added (groups none, fixed address 192.168.2.9)"#,
+        ])
+        #expect(after.loginsWhoseFixedAddressChanged(from: before) == ["alice", "build"])
+        var same = after
+        same.users["alice"]?.groups = ["contractors"]
+        #expect(same.loginsWhoseFixedAddressChanged(from: after).isEmpty)
+    }
+
+    @Test func aLoginWithNoPasswordIsAWarningNotARefusal() throws {
+        let rules = try Self.rules(Self.example)
+        var users = UserDatabase()
+        for login in ["alice", "bob", "guest"] {
+            users.set(login, hash: try PasswordHash(password: "pw", iterations: PasswordHash.minimumIterations))
+        }
+        #expect(rules.loginsWithoutPassword(in: users) == [
+            #"Server.Users.mallory: the users file has no password for "mallory"; its entry applies only once the login is added (tunnel-server passwd mallory)"#
+        ])
+        #expect(rules.loginsWithoutPassword(in: nil).first?.contains("the server takes no logins") == true)
+        #expect(AccessRules.none.loginsWithoutPassword(in: nil).isEmpty)
     }
 
     @Test func aReloadSaysWhatChangedPerGroupAndLogin() throws {

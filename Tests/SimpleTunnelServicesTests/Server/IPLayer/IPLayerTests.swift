@@ -43,7 +43,7 @@ struct IPLayerTests {
     static func start(
         pool start: String = "10.90.0.2", _ end: String = "10.90.0.254", leaseFile: LeaseFile? = nil,
         authentication: TunnelServer.Settings.Authentication? = nil, policy: DestinationPolicy = .allowAll,
-        ipv6Pool: ClosedRange<IPv6Address>? = nil
+        ipv6Pool: ClosedRange<IPv6Address>? = nil, access: AccessRules = .none
     ) async throws -> (RawServerFixture, InMemoryPacketFlow, ServerIPLayer) {
         let device = InMemoryPacketFlow()
         var configuration = try configuration(start, end)
@@ -54,6 +54,7 @@ struct IPLayerTests {
         let fixture = try await RawServerFixture.start {
             $0.ipLayer = layer
             $0.authentication = authentication
+            $0.access = access
         }
         router.start()
         return (fixture, device, layer)

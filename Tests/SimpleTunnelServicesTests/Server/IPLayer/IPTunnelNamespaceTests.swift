@@ -45,6 +45,8 @@ final class VPNLab {
     var launchPrefix: [String] = []
     /// The last address of the IPv4 pool, which starts at 10.90.0.2.
     var poolEnd = "10.90.0.3"
+    /// XML put into the configuration's `Server` dictionary (`<key>Users</key>…`).
+    var serverKeys = ""
 
     init(dualStack: Bool = false) throws {
         self.dualStack = dualStack
@@ -122,9 +124,10 @@ final class VPNLab {
         let ipv6Dictionary = dualStack
             ? "<key>IPv6</key><dict><key>Pool</key><dict><key>StartAddress</key><string>fd00:90::2</string><key>EndAddress</key><string>fd00:90::3</string></dict>\(routes6)</dict>"
             : ""
-        let server = deny.isEmpty
+        let policy = deny.isEmpty
             ? ""
-            : "<key>Server</key><dict><key>Policy</key><dict><key>Deny</key><array>" + deny.map { "<string>\($0)</string>" }.joined() + "</array></dict></dict>"
+            : "<key>Policy</key><dict><key>Deny</key><array>" + deny.map { "<string>\($0)</string>" }.joined() + "</array></dict>"
+        let server = policy.isEmpty && serverKeys.isEmpty ? "" : "<key>Server</key><dict>\(policy)\(serverKeys)</dict>"
         let configuration = """
             <?xml version="1.0" encoding="UTF-8"?>
             <plist version="1.0"><dict>

@@ -55,6 +55,43 @@ struct LeaseTests {
         #expect(book.heldCount == 0)
     }
 
+    @Test func aFixedAddressGoesToItsLoginAloneEvenWhenItRememberedAnother() throws {
+        let fixed = try Self.address("10.90.0.2")
+        var book = try Self.book(remembered: ["login:build": try Self.address("10.90.0.4"), "login:alice": fixed])
+        book.reserve(["login:build": fixed])
+        // Alice remembered it before the reservation: she forgets it and gets another; so does everyone else.
+        #expect(book.remembered["login:alice"] == nil && book.remembered["login:build"] == fixed)
+        let alice = book.lease(for: "login:alice", holder: 1)
+        #expect(alice == .fresh(try Self.address("10.90.0.3")))
+        let anonymous = book.lease(for: nil, holder: 2)
+        #expect(anonymous == .fresh(try Self.address("10.90.0.4")))
+        let exhausted = book.lease(for: "login:carol", holder: 3)
+        #expect(exhausted == nil, "the only free address is reserved")
+        let build = book.lease(for: "login:build", holder: 4)
+        #expect(build == .fresh(fixed))
+        let again = book.lease(for: "login:build", holder: 5)
+        #expect(again == .takenOver(fixed, from: 4))
+        // Reserved by a reload while another client holds it: the owner takes it over, ending that session.
+        book.reserve(["login:build": fixed, "login:alice": try Self.address("10.90.0.4")])
+        let moved = book.lease(for: "login:alice", holder: 6)
+        #expect(moved == .takenOver(try Self.address("10.90.0.4"), from: 2))
+    }
+
+    @Test func aFixedAddressSurvivesARestartAndIsSavedAsItsLoginsLease() throws {
+        let directory = try TemporaryDirectory()
+        let file = LeaseFile(path: directory.path + "/leases.json")
+        let range = try Self.address("10.90.0.2")...(try Self.address("10.90.0.9"))
+        let fixed = FixedAddresses(ipv4: ["login:build": try Self.address("10.90.0.7")])
+        let pool = try AddressPool(range: range, file: file)
+        pool.reserve(fixed)
+        #expect(pool.lease(for: "login:other")?.address == (try Self.address("10.90.0.2")))
+        #expect(pool.lease(for: "login:build")?.address == (try Self.address("10.90.0.7")))
+        let restarted = try AddressPool(range: range, file: file)
+        restarted.reserve(fixed)
+        #expect(restarted.lease(for: "login:build")?.address == (try Self.address("10.90.0.7")))
+        #expect(try String(contentsOfFile: file.path, encoding: .utf8).contains(#""login:build" : "10.90.0.7""#))
+    }
+
     @Test func anonymousClientsNeverTakeOverEachOther() throws {
         var book = try Self.book()
         let grant10 = book.lease(for: nil, holder: 1)
