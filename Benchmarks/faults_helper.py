@@ -249,12 +249,15 @@ class LeaseLedger:
 def churn_one(args, index, ledger, deadline):
     login = "user%d" % (args.first + index)
     source = "127.2.%d.%d" % (index // 250, index % 250 + 1)
+    failed = False
     while time.monotonic() < deadline:
+        if failed:
+            time.sleep(random.uniform(0.25, 1))  # as a client backs off: a refused or dropped login is not retried at once
+        failed = True
         try:
             tls = tls_connect(args.port, source, timeout=10)
         except OSError:
-            time.sleep(random.uniform(0.05, 0.3))  # the server is away: killed, or starting again
-            continue
+            continue  # the server is away: killed, or starting again
         try:
             reader = Reader(tls)
             tls.sendall(frame({"identifier": 0, "command": 10, "login": login, "password": args.password}))
@@ -272,6 +275,7 @@ def churn_one(args, index, ledger, deadline):
                 continue
             address = answer.get("configuration", {}).get("IPv4", {}).get("Address")
             ledger.granted(login, address)
+            failed = False
             # Held while reading: a server that dies ends the read at once, before a restarted one can lease again.
             leave = time.monotonic() + random.uniform(0, args.hold_max)
             by_server = False
