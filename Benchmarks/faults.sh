@@ -179,7 +179,7 @@ fi
 if [[ "$MEASURE" == *" storm "* ]]; then
     start_server storm --max-tunnels $(( STORM + 100 ))
     log "$STORM tunnels up, then the server SIGKILLed and started again"
-    ip netns exec "$NS" python3 "$HELPER" storm --port 4433 --tunnels "$STORM" >"$WORK/storm.out" &
+    exec 4> >(ip netns exec "$NS" python3 "$HELPER" storm --port 4433 --tunnels "$STORM" >"$WORK/storm.out")
     STORM_PID=$!
     for _ in $(seq 2400); do
         grep -q "^up" "$WORK/storm.out" 2>/dev/null && break
@@ -190,9 +190,11 @@ if [[ "$MEASURE" == *" storm "* ]]; then
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=""
     killed=$(date +%s.%N)
+    echo >&4
     start_server storm-restarted --max-tunnels $(( STORM + 100 ))
     log "restarted in $(python3 -c "import time; print('%.2f' % (time.time() - $killed))") s"
-    wait "$STORM_PID"
+    exec 4>&-
+    while kill -0 "$STORM_PID" 2>/dev/null; do sleep 0.5; done
     STORM_PID=""
     stop_server
     python3 -c '

@@ -347,12 +347,12 @@ def storm(args):
     threading.stack_size(256 * 1024)
     echo_server(args.echo_port)
     lock = threading.Lock()
-    state = {"up": 0, "lost": None, "back": [], "first-up": threading.Event()}
+    state = {"up": 0, "lost": None, "back": {}}
     everyone_up = threading.Event()
 
     def client(index):
         source = "127.3.%d.%d" % (index // 250, index % 250 + 1)
-        attempt, after_loss = 0, False
+        attempt, after_loss, dropped = 0, False, 0.0
         while True:
             if after_loss:
                 attempt += 1
@@ -365,8 +365,9 @@ def storm(args):
                 continue
             with lock:
                 state["up"] += 1
-                if state["lost"] is not None:
-                    state["back"].append(time.monotonic())
+                # Back after the kill: lost at most a moment before the script said it killed the server.
+                if state["lost"] is not None and dropped >= state["lost"] - 2:
+                    state["back"].setdefault(index, time.monotonic())
                 if state["up"] == args.tunnels:
                     everyone_up.set()
             attempt, after_loss = 0, True
@@ -376,23 +377,23 @@ def storm(args):
             except OSError:
                 pass
             tls.close()
+            dropped = time.monotonic()
             with lock:
                 state["up"] -= 1
-                if state["lost"] is None:
-                    state["lost"] = time.monotonic()
+                everyone_up.clear()
 
     for index in range(args.tunnels):
         threading.Thread(target=client, args=(index,), daemon=True).start()
     if not everyone_up.wait(args.limit):
         print("only %d of %d tunnels came up" % (state["up"], args.tunnels), file=sys.stderr)
         sys.exit(1)
-    everyone_up.clear()
     print("up %d" % args.tunnels, flush=True)
-    while state["lost"] is None:
-        time.sleep(0.01)
+    sys.stdin.readline()  # the script has killed the server
+    with lock:
+        state["lost"] = time.monotonic()
     probes, failures = [], 0
     deadline = state["lost"] + args.limit
-    while not everyone_up.is_set() and time.monotonic() < deadline:
+    while len(state["back"]) < args.tunnels and time.monotonic() < deadline:
         started = time.monotonic()
         try:
             tls, _ = echo_tunnel(args.port, "127.4.0.1", args.echo_port, 10)
@@ -404,7 +405,7 @@ def storm(args):
             failures += 1
         time.sleep(0.1)
     with lock:
-        back = sorted(state["back"])
+        back = sorted(state["back"].values())
         lost = state["lost"]
     per_second = [0] * (int((back[-1] - lost) if back else 0) + 1)
     for moment in back:
