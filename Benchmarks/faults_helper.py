@@ -20,10 +20,10 @@
       A users file (login:hash lines) for user0 .. user(N-1), all with
       password W (one salt, so one hash: quick to make).
 
-  churn --port P --logins N --password W --seconds S --hold-max H [--first F]
+  churn --port P --logins N --password W --seconds S --hold-max H [--first F] [--stop-file PATH]
       Each of the N logins (userF onwards), in a thread of its own, connects, logs in, opens
       an IP flow (its lease), holds it up to H s and leaves, over and over
-      for S s; a server that goes away (killed, restarting) is retried.
+      for S s (or until PATH exists); a server that goes away (killed, restarting) is retried.
       Prints one JSON line: leases granted, tunnels the server ended, and
       every address handed to a login while another still held it
       ("conflicts") or a login's address that changed ("changed"), and
@@ -250,7 +250,7 @@ def churn_one(args, index, ledger, deadline):
     login = "user%d" % (args.first + index)
     source = "127.2.%d.%d" % (index // 250, index % 250 + 1)
     failed = False
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (args.stop_file and os.path.exists(args.stop_file)):
         if failed:
             time.sleep(random.uniform(0.25, 1))  # as a client backs off: a refused or dropped login is not retried at once
         failed = True
@@ -447,6 +447,7 @@ def main():
     command.add_argument("--seconds", type=float, default=30)
     command.add_argument("--hold-max", type=float, default=2)
     command.add_argument("--first", type=int, default=0)
+    command.add_argument("--stop-file", help="end early once this file exists")
     command = commands.add_parser("storm")
     command.add_argument("--port", type=int, required=True)
     command.add_argument("--tunnels", type=int, default=1000)

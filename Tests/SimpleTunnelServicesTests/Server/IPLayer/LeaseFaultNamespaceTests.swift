@@ -70,11 +70,11 @@ final class LeaseFaultLab {
     }
 
     /// Logins userFIRST… leasing and leaving for `seconds`.
-    func churn(logins: Int, first: Int = 0, seconds: Double, holdMax: Double) throws -> ExternalProcess {
+    func churn(logins: Int, first: Int = 0, seconds: Double, holdMax: Double, stopFile: String? = nil) throws -> ExternalProcess {
         try lab.start(in: namespace, [
             "python3", Self.helper, "churn", "--port", "4433", "--logins", "\(logins)", "--first", "\(first)",
             "--password", Self.password, "--seconds", "\(seconds)", "--hold-max", "\(holdMax)",
-        ])
+        ] + (stopFile.map { ["--stop-file", $0] } ?? []))
     }
 
     static func outcome(of churn: ExternalProcess, seconds: Double) async throws -> Churn {
@@ -192,21 +192,28 @@ struct LeaseFaultNamespaceTests {
     @Test(.enabled(if: NetworkNamespaceLab.isPythonAvailable, "needs root, /dev/net/tun, ip netns and python3"))
     func aServerKilledDuringLeaseChurnLoadsItsFileAndNeverGivesAnAddressToTwoLogins() async throws {
         // Each login costs a password check (about 0.1 s here), so a few dozen logins keep the server busy.
-        let logins = 30, kills = 3, seconds = 16.0
+        let logins = 30, kills = 3, seconds = 90.0
         let faults = try await LeaseFaultLab(logins: logins)
         defer { faults.cleanup() }
         let state = faults.directory + "/state"
         var server = try await faults.startServer(state: state)
-        let churn = try faults.churn(logins: logins, seconds: seconds, holdMax: 1.5)
+        let stopFile = faults.directory + "/stop-churn"
+        let churn = try faults.churn(logins: logins, seconds: seconds, holdMax: 1.5, stopFile: stopFile)
+        // Each server is killed once it has leased to a few logins, however busy the machine: the kills land mid-churn.
+        func leasedAFew() async -> Bool {
+            await Loopback.waitUntil(seconds: 30) { server.outputSoFar.components(separatedBy: " leased 10.90.").count > 6 }
+        }
         var remembered: [Int] = []
         for _ in 0..<kills {
-            try await Task.sleep(for: .seconds(seconds / Double(kills + 1)))
+            #expect(await leasedAFew(), "no leases:\n\(server.outputSoFar)")
             kill(server.processIdentifier, SIGKILL)
             _ = await server.finish(timeout: 10)
             server = try await faults.startServer(state: state)
             let line = server.outputSoFar.split(separator: "\n").first { $0.contains("IP layer on") } ?? ""
             remembered.append(line.firstMatch(of: /(\d+) remembered/).flatMap { Int($0.1) } ?? -1)
         }
+        #expect(await leasedAFew(), "no leases after the last restart:\n\(server.outputSoFar)")
+        _ = FileManager.default.createFile(atPath: stopFile, contents: nil)
         let outcome = try await LeaseFaultLab.outcome(of: churn, seconds: seconds)
         #expect(outcome.conflicts.isEmpty, "an address held by two logins: \(outcome.conflicts)")
         #expect(outcome.changed.isEmpty, "a login that came back got another address: \(outcome.changed)")
