@@ -8,21 +8,39 @@
 #   memory   the server's RSS before, at a peak of TUNNELS tunnels (each with a TCP
 #            flow that echoed BYTES), and after they all closed: 5, 15, 30 and 60 s
 #            later (target: within 64 MiB of before, within 60 s).
+#   storm    STORM tunnels (each with a TCP flow, proven by an echo) held while the
+#            server is SIGKILLed and started again; they return with the client's
+#            jittered backoff: seconds from the kill to all back, tunnels back per
+#            second, and a probe client's tunnel-and-echo p50/p99 meanwhile
+#            (targets: all back within 30 s, p99 under 1 s).
+#   churn    LOGINS IP tunnels (logins user0..), each holding its lease up to HOLD s
+#            (default 20: a password check costs the server about 30 ms), leasing and
+#            leaving for CHURN seconds
+#            while the server is SIGKILLed and started again KILLS times: leases
+#            granted, tunnels the kills ended, logins given their address back, what
+#            each restart loaded from leases.json, and any address handed to a second
+#            login or a login whose address changed (target: none).
 #
 #   sudo Benchmarks/faults.sh
-#   OUTAGE=30 TUNNELS=2000 BYTES=262144 MEASURE="outage memory" sudo -E Benchmarks/faults.sh
+#   OUTAGE=30 TUNNELS=2000 BYTES=262144 STORM=2000 LOGINS=200 CHURN=60 KILLS=5 MEASURE="outage memory storm churn" sudo -E Benchmarks/faults.sh
 #   BIN=.build/debug ...   run the programs already built there (default: a release build)
 #
 # Everything runs in a network namespace the script creates and deletes (the
 # server and the helper speak over its loopback); PostgreSQL is a throwaway
 # cluster (Debian's postgresql, run as the postgres user) on a Unix socket in
-# a temporary folder. Needs: root, python3, postgresql, iproute2.
+# a temporary folder; the churn's server has its TUN device in the namespace.
+# Needs: root, python3, postgresql, iproute2, /dev/net/tun.
 set -euo pipefail
 
 OUTAGE=${OUTAGE:-30}
 TUNNELS=${TUNNELS:-2000}
 BYTES=${BYTES:-262144}
-MEASURE=" ${MEASURE:-outage memory} "
+STORM=${STORM:-2000}
+LOGINS=${LOGINS:-200}
+CHURN=${CHURN:-60}
+KILLS=${KILLS:-5}
+HOLD=${HOLD:-20}
+MEASURE=" ${MEASURE:-outage memory storm churn} "
 BIN=${BIN:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -46,6 +64,8 @@ PGDIR="$WORK/pg"
 NS="st-faults-$$"
 SERVER_PID=""
 PEAK_PID=""
+CHURN_PID=""
+STORM_PID=""
 stop_server() {
     if [ -n "$SERVER_PID" ]; then
         kill "$SERVER_PID" 2>/dev/null || true
@@ -55,6 +75,8 @@ stop_server() {
 }
 cleanup() {
     [ -n "$PEAK_PID" ] && kill "$PEAK_PID" 2>/dev/null || true
+    [ -n "$CHURN_PID" ] && kill "$CHURN_PID" 2>/dev/null || true
+    [ -n "$STORM_PID" ] && kill "$STORM_PID" 2>/dev/null || true
     stop_server
     [ -d "$PGDIR/data" ] && runuser -u postgres -- "$PG/pg_ctl" -D "$PGDIR/data" -m immediate stop >/dev/null 2>&1 || true
     ip netns delete "$NS" 2>/dev/null || true
@@ -75,7 +97,7 @@ start_server() {  # LOG ARGS...: the server on 127.0.0.1:4433 in the namespace, 
         --control "$WORK/server.sock" "$@" 2>"$log" &
     SERVER_PID=$!
     for _ in $(seq 300); do
-        grep -q "listening on" "$log" && return
+        grep -q "listening on 127.0.0.1:4433" "$log" && return
         sleep 0.1
     done
     cat "$log" >&2
@@ -152,4 +174,87 @@ if [[ "$MEASURE" == *" memory "* ]]; then
     echo "memory: RSS before $before MiB, at the peak ($opened) $peak MiB, after closing:$after MiB (target: within 64 MiB of before)"
     grep -E "freed memory given back" "$WORK/memory.log" | tail -3 >&2 || true
     stop_server
+fi
+
+if [[ "$MEASURE" == *" storm "* ]]; then
+    start_server storm --max-tunnels $(( STORM + 100 ))
+    log "$STORM tunnels up, then the server SIGKILLed and started again"
+    exec 4> >(ip netns exec "$NS" python3 "$HELPER" storm --port 4433 --tunnels "$STORM" >"$WORK/storm.out")
+    STORM_PID=$!
+    for _ in $(seq 2400); do
+        grep -q "^up" "$WORK/storm.out" 2>/dev/null && break
+        kill -0 "$STORM_PID" 2>/dev/null || { echo "the storm helper ended before its tunnels were up" >&2; exit 1; }
+        sleep 0.5
+    done
+    kill -KILL "$SERVER_PID"
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+    killed=$(date +%s.%N)
+    echo >&4
+    start_server storm-restarted --max-tunnels $(( STORM + 100 ))
+    log "restarted in $(python3 -c "import time; print('%.2f' % (time.time() - $killed))") s"
+    exec 4>&-
+    while kill -0 "$STORM_PID" 2>/dev/null; do sleep 0.5; done
+    STORM_PID=""
+    stop_server
+    python3 -c '
+import json, sys
+result = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+print("storm: %d tunnels, all back %s s after the kill (target: under 30); probe tunnel+echo p50 %s s, p99 %s s, max %s s over %d probes, %d failed (target: p99 under 1 s)" % (
+    result["tunnels"], result["all-back-seconds"], result["probe-p50"], result["probe-p99"], result["probe-max"], result["probes"], result["probe-failures"]))
+print("storm: tunnels back per second: " + " ".join(str(count) for count in result["back-per-second"]))
+' "$WORK/storm.out"
+fi
+
+if [[ "$MEASURE" == *" churn "* ]]; then
+    in_ns python3 "$HELPER" users --logins "$LOGINS" --password churn >"$WORK/users"
+    chmod 600 "$WORK/users"
+    cat >"$WORK/churn.plist" <<'PLIST'
+<?xml version="1.0" encoding="UTF-8"?>
+<plist version="1.0"><dict><key>IPv4</key><dict><key>Pool</key><dict>
+<key>StartAddress</key><string>10.90.0.2</string><key>EndAddress</key><string>10.90.7.254</string>
+</dict></dict></dict></plist>
+PLIST
+    start_churn_server() {  # N: the Nth start, its log in churn-N.log
+        local log="$WORK/churn-$1.log"
+        : >"$log"
+        ip netns exec "$NS" "$SERVER" serve --port 4433 --log-level info --state-directory "$WORK/churn-state" \
+            --control "$WORK/server.sock" --config "$WORK/churn.plist" --users "$WORK/users" --tun stun0 \
+            --max-tunnels $(( LOGINS * 2 )) 2>"$log" &
+        SERVER_PID=$!
+        for _ in $(seq 300); do
+            grep -q "listening on 127.0.0.1:4433" "$log" && return
+            sleep 0.1
+        done
+        cat "$log" >&2
+        exit 1
+    }
+    start_churn_server 0
+    log "$LOGINS logins leasing and leaving for $CHURN s; the server SIGKILLed $KILLS times"
+    ip netns exec "$NS" python3 "$HELPER" churn --port 4433 --logins "$LOGINS" --password churn --seconds "$CHURN" --hold-max "$HOLD" >"$WORK/churn.out" &
+    CHURN_PID=$!
+    loaded=()
+    for kill in $(seq "$KILLS"); do
+        sleep "$(python3 -c "print($CHURN / ($KILLS + 1))")"
+        kill -KILL "$SERVER_PID"
+        wait "$SERVER_PID" 2>/dev/null || true
+        killed=$(date +%s.%N)
+        start_churn_server "$kill"
+        loaded+=("$(grep -o '[0-9]* remembered' "$WORK/churn-$kill.log" | head -1 | cut -d' ' -f1)")
+        log "restart $kill: up in $(python3 -c "import time; print('%.2f' % (time.time() - $killed))") s, ${loaded[-1]} leases loaded"
+    done
+    wait "$CHURN_PID"
+    stop_server
+    python3 -c '
+import json, sys
+result = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+file = json.load(open(sys.argv[2]))["leases"]
+mismatched = [login for login, address in result["last"].items() if file.get("login:" + login) != address]
+print("churn: %d logins, %d leases granted, %d tunnels ended by the kills, %d given their address back; each restart loaded %s leases" % (
+    result["logins"], result["leases"], result["ended-by-server"], result["kept"], sys.argv[3]))
+print("churn: an address handed to a second login: %d, a login whose address changed: %d, the file disagreeing with a client: %d, two logins on one address in the file: %d (target: all 0); refusals %s" % (
+    len(result["conflicts"]), len(result["changed"]), len(mismatched), len(file) - len(set(file.values())), result["refused"] or "none"))
+for line in (result["conflicts"] + result["changed"])[:5]:
+    print("  " + line)
+' "$WORK/churn.out" "$WORK/churn-state/leases.json" "$(IFS=/; echo "${loaded[*]}")"
 fi

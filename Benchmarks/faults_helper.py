@@ -16,12 +16,39 @@
       holds them all, prints "open" on a line of its own, waits for a line
       on stdin, then closes them all at once.
 
+  users --logins N --password W > FILE
+      A users file (login:hash lines) for user0 .. user(N-1), all with
+      password W (one salt, so one hash: quick to make).
+
+  churn --port P --logins N --password W --seconds S --hold-max H [--first F] [--stop-file PATH]
+      Each of the N logins (userF onwards), in a thread of its own, connects, logs in, opens
+      an IP flow (its lease), holds it up to H s and leaves, over and over
+      for S s (or until PATH exists); a server that goes away (killed, restarting) is retried.
+      Prints one JSON line: leases granted, tunnels the server ended, and
+      every address handed to a login while another still held it
+      ("conflicts") or a login's address that changed ("changed"), and
+      each login's last address ("last").
+
+  storm --port P --tunnels N --echo-port E --limit S
+      Holds N tunnels (no login), each proven by one echo through a TCP flow;
+      prints "up N" once all are. When the server goes away (the script
+      SIGKILLs and restarts it), each comes back with the client's own
+      backoff (ReconnectBackoff: doubling from 0.5 s, each wait at random in
+      the upper half of its step), while a probe client opens a tunnel and
+      echoes every 100 ms. Prints one JSON line: seconds from the loss to all
+      back, tunnels back per second, and the probe's p50/p99/max (attempts
+      that reached the listener).
+
 Connects to 127.0.0.1 only: the script runs it inside its own network
 namespace. Each tunnel comes from its own loopback address (127.1.x.y), as
 clients on their own machines would.
 """
 
 import argparse
+import hashlib
+import json
+import os
+import random
 import plistlib
 import resource
 import socket
@@ -171,6 +198,230 @@ def peak(args):
             pass
 
 
+def users(args):
+    salt = os.urandom(16)
+    iterations = 100000  # the least a users file may hold: checks stay cheap
+    digest = hashlib.pbkdf2_hmac("sha256", args.password.encode(), salt, iterations)
+    record = "pbkdf2-sha256$%d$%s$%s" % (iterations, salt.hex(), digest.hex())
+    for index in range(args.logins):
+        print("user%d:%s" % (index, record))
+
+
+class LeaseLedger:
+    """Who holds which address now, as the clients see it, and what went wrong."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.holders = {}
+        self.last = {}
+        self.leases = self.kept = self.ended_by_server = 0
+        self.refused = {}
+        self.conflicts = []
+        self.changed = []
+
+    def granted(self, login, address):
+        with self.lock:
+            self.leases += 1
+            other = self.holders.get(address)
+            if other is not None and other != login:
+                self.conflicts.append("%s to %s while %s held it" % (address, login, other))
+            previous = self.last.get(login)
+            if previous is not None:
+                if previous == address:
+                    self.kept += 1
+                else:
+                    self.changed.append("%s: %s then %s" % (login, previous, address))
+            self.holders[address] = login
+            self.last[login] = address
+
+    def left(self, login, address, by_server):
+        with self.lock:
+            if self.holders.get(address) == login:
+                del self.holders[address]
+            if by_server:
+                self.ended_by_server += 1
+
+    def refusal(self, what):
+        with self.lock:
+            self.refused[what] = self.refused.get(what, 0) + 1
+
+
+def churn_one(args, index, ledger, deadline):
+    login = "user%d" % (args.first + index)
+    source = "127.2.%d.%d" % (index // 250, index % 250 + 1)
+    failed = False
+    while time.monotonic() < deadline and not (args.stop_file and os.path.exists(args.stop_file)):
+        if failed:
+            time.sleep(random.uniform(0.25, 1))  # as a client backs off: a refused or dropped login is not retried at once
+        failed = True
+        try:
+            tls = tls_connect(args.port, source, timeout=10)
+        except OSError:
+            continue  # the server is away: killed, or starting again
+        try:
+            reader = Reader(tls)
+            tls.sendall(frame({"identifier": 0, "command": 10, "login": login, "password": args.password}))
+            answer = reader.next()
+            if answer is None or answer.get("result-code") != 0:
+                ledger.refusal("login %s" % (None if answer is None else answer.get("result-code")))
+                continue
+            tls.sendall(frame({"identifier": 1, "command": 6, "tunnel-type": 1}))
+            while True:
+                answer = reader.next()
+                if answer is None or answer.get("command") == 7:
+                    break
+            if answer is None or answer.get("result-code") != 0:
+                ledger.refusal("open %s" % (None if answer is None else answer.get("result-code")))
+                continue
+            address = answer.get("configuration", {}).get("IPv4", {}).get("Address")
+            ledger.granted(login, address)
+            failed = False
+            # Held while reading: a server that dies ends the read at once, before a restarted one can lease again.
+            leave = time.monotonic() + random.uniform(0, args.hold_max)
+            by_server = False
+            while True:
+                remaining = leave - time.monotonic()
+                if remaining <= 0:
+                    break
+                tls.settimeout(remaining)
+                try:
+                    if reader.next() is None:
+                        by_server = True
+                        break
+                except socket.timeout:
+                    break
+                except OSError:
+                    by_server = True
+                    break
+            ledger.left(login, address, by_server)
+        except OSError:
+            pass
+        finally:
+            try:
+                tls.close()
+            except OSError:
+                pass
+
+
+def churn(args):
+    ledger = LeaseLedger()
+    deadline = time.monotonic() + args.seconds
+    threads = [threading.Thread(target=churn_one, args=(args, index, ledger, deadline), daemon=True) for index in range(args.logins)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print(json.dumps({
+        "logins": args.logins, "leases": ledger.leases, "kept": ledger.kept, "ended-by-server": ledger.ended_by_server,
+        "refused": ledger.refused, "conflicts": ledger.conflicts, "changed": ledger.changed,
+        "last": ledger.last,
+    }), flush=True)
+
+
+def echo_tunnel(port, source, echo_port, timeout):
+    """A tunnel with one TCP flow to the echo server, proven by one echo; the socket and its reader."""
+    tls = tls_connect(port, source, timeout=timeout)
+    try:
+        reader = Reader(tls)
+        tls.sendall(frame({"identifier": 1, "command": 6, "tunnel-type": 0, "app-proxy-flow-type": 1, "host": "127.0.0.1", "port": echo_port}))
+        answer = reader.next()
+        while answer is not None and answer.get("command") != 7:
+            answer = reader.next()
+        if answer is None or answer.get("result-code") != 0:
+            raise OSError("flow refused: %r" % answer)
+        tls.sendall(frame({"identifier": 1, "command": 1, "data": b"ping"}))
+        answer = reader.next()
+        while answer is not None and answer.get("command") != 1:
+            answer = reader.next()
+        if answer is None:
+            raise OSError("closed before the echo")
+        return tls, reader
+    except BaseException:
+        tls.close()
+        raise
+
+
+def storm(args):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    threading.stack_size(256 * 1024)
+    echo_server(args.echo_port)
+    lock = threading.Lock()
+    state = {"up": 0, "lost": None, "back": {}}
+    everyone_up = threading.Event()
+
+    def client(index):
+        source = "127.3.%d.%d" % (index // 250, index % 250 + 1)
+        attempt, after_loss, dropped = 0, False, 0.0
+        while True:
+            if after_loss:
+                attempt += 1
+                bound = min(0.5 * 2 ** (attempt - 1), 30)
+                time.sleep(random.uniform(bound / 2, bound))
+            try:
+                tls, reader = echo_tunnel(args.port, source, args.echo_port, 30)
+            except OSError:
+                after_loss = True
+                continue
+            with lock:
+                state["up"] += 1
+                # Back after the kill: lost at most a moment before the script said it killed the server.
+                if state["lost"] is not None and dropped >= state["lost"] - 2:
+                    state["back"].setdefault(index, time.monotonic())
+                if state["up"] == args.tunnels:
+                    everyone_up.set()
+            attempt, after_loss = 0, True
+            try:
+                while reader.next() is not None:
+                    pass
+            except OSError:
+                pass
+            tls.close()
+            dropped = time.monotonic()
+            with lock:
+                state["up"] -= 1
+                everyone_up.clear()
+
+    for index in range(args.tunnels):
+        threading.Thread(target=client, args=(index,), daemon=True).start()
+    if not everyone_up.wait(args.limit):
+        print("only %d of %d tunnels came up" % (state["up"], args.tunnels), file=sys.stderr)
+        sys.exit(1)
+    print("up %d" % args.tunnels, flush=True)
+    sys.stdin.readline()  # the script has killed the server
+    with lock:
+        state["lost"] = time.monotonic()
+    probes, failures = [], 0
+    deadline = state["lost"] + args.limit
+    while len(state["back"]) < args.tunnels and time.monotonic() < deadline:
+        started = time.monotonic()
+        try:
+            tls, _ = echo_tunnel(args.port, "127.4.0.1", args.echo_port, 10)
+            probes.append(time.monotonic() - started)
+            tls.close()
+        except ConnectionRefusedError:
+            pass  # not listening yet: the restart is under way
+        except OSError:
+            failures += 1
+        time.sleep(0.1)
+    with lock:
+        back = sorted(state["back"].values())
+        lost = state["lost"]
+    per_second = [0] * (int((back[-1] - lost) if back else 0) + 1)
+    for moment in back:
+        per_second[int(moment - lost)] += 1
+    probes.sort()
+
+    def percentile(fraction):
+        return round(probes[min(len(probes) - 1, int(fraction * len(probes)))], 3) if probes else None
+
+    print(json.dumps({
+        "tunnels": args.tunnels, "back": len(back), "all-back-seconds": round(back[-1] - lost, 2) if len(back) == args.tunnels else None,
+        "back-per-second": per_second, "probes": len(probes), "probe-failures": failures,
+        "probe-p50": percentile(0.5), "probe-p99": percentile(0.99), "probe-max": round(probes[-1], 3) if probes else None,
+    }), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     commands = parser.add_subparsers(dest="command", required=True)
@@ -186,8 +437,24 @@ def main():
     command.add_argument("--echo-port", type=int, default=7007)
     command.add_argument("--bytes", type=int, default=262144)
     command.add_argument("--concurrency", type=int, default=32)
+    command = commands.add_parser("users")
+    command.add_argument("--logins", type=int, required=True)
+    command.add_argument("--password", required=True)
+    command = commands.add_parser("churn")
+    command.add_argument("--port", type=int, required=True)
+    command.add_argument("--logins", type=int, default=200)
+    command.add_argument("--password", required=True)
+    command.add_argument("--seconds", type=float, default=30)
+    command.add_argument("--hold-max", type=float, default=2)
+    command.add_argument("--first", type=int, default=0)
+    command.add_argument("--stop-file", help="end early once this file exists")
+    command = commands.add_parser("storm")
+    command.add_argument("--port", type=int, required=True)
+    command.add_argument("--tunnels", type=int, default=1000)
+    command.add_argument("--echo-port", type=int, default=7008)
+    command.add_argument("--limit", type=float, default=120)
     args = parser.parse_args()
-    {"login": login, "recover": recover, "peak": peak}[args.command](args)
+    {"storm": storm, "login": login, "recover": recover, "peak": peak, "users": users, "churn": churn}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,18 @@ struct Serve: AsyncParsableCommand {
             logger.notice("no IP layer (IP tunnels are refused): give --tun, or a --config with an IPv4 pool, to start one")
         }
         let leaseFile = launch.ipLayer?.options.leaseFile
+        // Checked as the user it serves as (after --run-as): the folder it writes to while serving must take a file now,
+        // rather than leases be found lost after a restart.
+        let checkStateFolder = { @Sendable () throws in
+            guard let leaseFile else { return }
+            do {
+                try StateFolder.checkWritable((leaseFile.path as NSString).deletingLastPathComponent)
+            } catch {
+                logger.critical("cannot start: \(error)")
+                throw ExitCode(2)
+            }
+        }
+        if account == nil { try checkStateFolder() }
         let useIPLayer = launch.ipLayer != nil
         // A reload reads the same files with the same command line, and keeps the open database.
         let openedDatabase = launch.database
@@ -131,9 +143,7 @@ struct Serve: AsyncParsableCommand {
                 // Undoing the TUN device's settings needs CAP_NET_ADMIN; without an IP layer nothing is kept.
                 try Privileges.drop(to: account, keeping: useIPLayer ? [.netAdmin] : [])
                 logger.notice("running as \(account.name) (uid \(account.uid))\(useIPLayer ? ", keeping CAP_NET_ADMIN for the TUN device's settings" : "")")
-                if let leaseFile, access((leaseFile.path as NSString).deletingLastPathComponent, W_OK) != 0 {
-                    logger.warning("\(account.name) cannot write \(leaseFile.path): leases will not survive a restart; give --state-directory a folder \(account.name) owns")
-                }
+                try checkStateFolder()
             }
         }
         let group = ServiceGroup(

@@ -128,6 +128,14 @@ public final class AddressPool: Sendable {
         }
     }
 
+    /// Known clients with an address remembered (loaded from the file at start, or leased since).
+    public var rememberedCount: Int {
+        state.withLockedValue { state in
+            let remembered = Self.remembered(in: state.book)
+            return max(remembered.ipv4.count, remembered.ipv6.count)
+        }
+    }
+
     public var leasedCount: Int {
         state.withLockedValue { $0.book.heldCount }
     }

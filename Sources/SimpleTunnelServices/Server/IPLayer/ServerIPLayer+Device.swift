@@ -95,7 +95,8 @@ extension ServerIPLayer {
         logger.notice(
             "IP layer on \(device.name): \(Self.describe(server: address, pool: pool, server6: address6, pool6: configuration.ipv6Pool)), MTU \(options.mtu)",
             metadata: [
-                "leases": "\(options.database.map { "\($0)" } ?? options.leaseFile?.path ?? "in memory")",
+                // After a restart, with a lease file: how many known clients it gave back.
+                "leases": "\(options.database.map { "\($0)" } ?? options.leaseFile.map { "\($0.path), \((addressPool as? AddressPool)?.rememberedCount ?? 0) remembered" } ?? "in memory")",
                 // What every client is told to send through the tunnel: the line an operator checks first.
                 "clients-route": "\(Self.describeClientsRoute(configuration))",
             ]
