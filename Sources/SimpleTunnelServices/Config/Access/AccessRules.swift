@@ -12,11 +12,14 @@ public struct AccessRules: Sendable, Hashable {
         public var appLayer: Bool?
         /// `Limits.Tunnels`: a member's tunnels open at once on this server.
         public var tunnels: Int?
+        /// `Limits.BandwidthMbit`: each member's traffic each way, over all its tunnels on this server.
+        public var bandwidthMbit: Double?
 
-        public init(policy: DestinationPolicy? = nil, appLayer: Bool? = nil, tunnels: Int? = nil) {
+        public init(policy: DestinationPolicy? = nil, appLayer: Bool? = nil, tunnels: Int? = nil, bandwidthMbit: Double? = nil) {
             self.policy = policy
             self.appLayer = appLayer
             self.tunnels = tunnels
+            self.bandwidthMbit = bandwidthMbit
         }
     }
 
@@ -52,16 +55,27 @@ public struct AccessRules: Sendable, Hashable {
         let names = user?.groups ?? []
         var policies: [AccessProfile.GroupPolicy] = []
         var tunnels: Int?
+        var bandwidth: Double?
         var refusedBy: String?
         for name in names {
             guard let group = groups[name] else { continue }
             if let policy = group.policy { policies.append(AccessProfile.GroupPolicy(group: name, policy: policy)) }
             if let limit = group.tunnels { tunnels = min(tunnels ?? limit, limit) }
+            if let limit = group.bandwidthMbit { bandwidth = min(bandwidth ?? limit, limit) }
             if group.appLayer == false && refusedBy == nil { refusedBy = name }
         }
         return AccessProfile(
             groups: names, policies: policies, appLayer: appLayer && refusedBy == nil, appLayerRefusedBy: appLayer ? refusedBy : nil,
-            tunnels: tunnels, expires: user?.expires, disabled: user?.disabled ?? false)
+            tunnels: tunnels, bandwidthMbit: bandwidth, expires: user?.expires, disabled: user?.disabled ?? false)
+    }
+
+    /// Each limited login's `bandwidthMbit` (the smallest of its groups'); a login not listed is not limited.
+    public var bandwidthLimits: [String: Double] {
+        var limits: [String: Double] = [:]
+        for (login, user) in users {
+            if let limit = user.groups.compactMap({ groups[$0]?.bandwidthMbit }).min() { limits[login] = limit }
+        }
+        return limits
     }
 
     /// Why `login` may not log in, or stay logged in, at `now`; nil when it may.

@@ -2,7 +2,7 @@ import Foundation
 
 extension AccessRules {
     static let groupKeys = ["Policy", "AppLayer", "Limits"]
-    static let groupLimitKeys = ["Tunnels"]
+    static let groupLimitKeys = ["Tunnels", "BandwidthMbit"]
     static let userKeys = ["Groups", "Expires", "Disabled"]
 
     /// Reads `Server.Groups`, `Server.Users` and `Server.AppLayer` as strictly
@@ -41,6 +41,7 @@ extension AccessRules {
         if let limits = try entry.optional("Limits")?.dictionary() {
             try limits.rejectUnknownKeys(groupLimitKeys)
             group.tunnels = try limits.optional("Tunnels")?.positiveInteger(maximum: 1_000_000)
+            group.bandwidthMbit = try limits.optional("BandwidthMbit")?.positiveNumber(maximum: 1_000_000, unit: "Mbit/s")
         }
         return group
     }
