@@ -70,6 +70,19 @@ struct ConfigurationNode {
         return narrow
     }
 
+    /// A rate or size above zero and at most `maximum`, integer or real.
+    func positiveNumber(maximum: Double, unit: String) throws(ConfigurationError) -> Double {
+        let expected = "a positive number of \(unit) (above 0, at most \(Int(maximum)))"
+        let number: Double
+        switch value {
+        case .integer(let wide): number = Double(wide)
+        case .real(let real): number = real
+        default: throw invalid(expected: expected)
+        }
+        guard number > 0, number <= maximum else { throw invalid(expected: expected) }
+        return number
+    }
+
     /// A timeout written as a number of seconds, integer or real, above zero
     /// and at most `maximum` (so it always fits a `Duration`).
     /// `allowsZero`: 0 is taken too (a timeout that is off).

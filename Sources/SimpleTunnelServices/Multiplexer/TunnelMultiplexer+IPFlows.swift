@@ -30,6 +30,7 @@ extension TunnelMultiplexer {
             let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
             counters.statistics.bytesFromPeer += UInt64(bytes)
             counters.metrics?.bytesFromPeer(bytes)
+            meterReceived(bytes)
             if case .ip(let endpoint)? = endpoints[identifier]?.end {
                 endpoint.writePackets(packets)
             }
@@ -61,7 +62,7 @@ extension TunnelMultiplexer {
         var wrote = false
         let now = NIODeadline.now()
         let quantum = turn
-        turn: while sent < quantum, output.isWritable {
+        turn: while sent < quantum, mayWriteFlows {
             switch transitionIP(identifier, { $0.nextToSend(maximumChunk: quantum - sent, now: now) }) {
             case .send(_, let bytes)?:
                 wrote = true

@@ -84,6 +84,7 @@ extension TunnelMultiplexer {
         }
         counters.statistics.bytesFromPeer += UInt64(payload.readableBytes)
         counters.metrics?.bytesFromPeer(payload.readableBytes)
+        meterReceived(payload.readableBytes)
         // Changed in place (through `transition`): a copy of the flow would copy its early data on every append.
         transition(identifier) { $0.receiveData(payload, to: destination, now: .now()) }
     }

@@ -91,6 +91,8 @@ public final class TunnelMultiplexer {
     var counters: TunnelCounters
     var udp = UDPFlowCount()
     var pending = PendingWork()
+    /// The server's per-login meter (`trafficMeter`) and the holds it asked for.
+    var traffic = TunnelTraffic()
     var isClosed = false
     /// Payload one flow sends per turn: what its handler's `LinkPace` says, at
     /// most `limits.maximumDataChunk` (until a reading, that).
@@ -160,6 +162,7 @@ public final class TunnelMultiplexer {
         isClosed = true
         udp.expiry?.cancel()
         udp.expiry = nil
+        traffic.holds.cancel()
         for flow in flows.data.values where flow.isOpen {
             counters.metrics?.flowClosed(flow.kind)
         }
@@ -263,7 +266,7 @@ public final class TunnelMultiplexer {
     func updatePeerReading() {
         guard case .server = role else { return }
         let wanted = !budgets.earlyData.isPaused && budgets.withinServer && schedule.controlCount < limits.controlBacklogLimit
-            && budgets.suspendAllowance.mayReadPeer
+            && budgets.suspendAllowance.mayReadPeer && traffic.holds.reading == nil
         guard wanted != budgets.wantsPeerReads else { return }
         budgets.wantsPeerReads = wanted
         if !budgets.suspendAllowance.mayReadPeer {
@@ -313,7 +316,7 @@ public final class TunnelMultiplexer {
                 wrote = true
                 continue
             }
-            guard let identifier = schedule.nextFlow() else { break }
+            guard traffic.holds.sending == nil, let identifier = schedule.nextFlow() else { break }
             wrote = sendTurn(of: identifier) || wrote
         }
         if wrote {
@@ -327,7 +330,7 @@ public final class TunnelMultiplexer {
         var sent = 0
         var wrote = false
         let turn = self.turn
-        while sent < turn, output.isWritable {
+        while sent < turn, mayWriteFlows {
             // `transition` writes what the flow sends.
             switch transition(identifier, { $0.nextToSend(maximumChunk: turn - sent) }) {
             case .send(let item)?:
@@ -353,6 +356,7 @@ public final class TunnelMultiplexer {
     func countSent(_ bytes: Int) {
         counters.statistics.bytesToPeer += UInt64(bytes)
         counters.metrics?.bytesToPeer(bytes)
+        meterSent(bytes)
     }
 
     // MARK: Forgetting

@@ -267,6 +267,8 @@ public final class TunnelServer: Sendable {
         )
         tunnelHandler.value = handler
         try pipeline.addHandler(handler)
+        // Its payload counts against its login's traffic (and bandwidth limit) once it has logged in.
+        handler.multiplexer?.trafficMeter = LoginTrafficMeter(traffic: access.traffic, peer: peer)
         logger.debug("connection accepted")
         return true
     }

@@ -17,6 +17,8 @@ public struct AccessProfile: Sendable, Hashable {
     public var appLayerRefusedBy: String?
     /// The smallest `Limits.Tunnels` of its groups; nil: only the server's per-login cap.
     public var tunnels: Int?
+    /// The smallest `Limits.BandwidthMbit` of its groups, each way; nil: not limited.
+    public var bandwidthMbit: Double?
     public var expires: Date?
     public var disabled: Bool
     /// What its groups push to its IP tunnels instead of the server's own (nil: the server's).

@@ -18,6 +18,9 @@ extension AccessRules {
                 if before.tunnels != after.tunnels { what.append("Tunnels \(Self.text(before.tunnels)) → \(Self.text(after.tunnels))") }
                 if before.routes != after.routes || before.ipv6Routes != after.ipv6Routes { what.append("Routes changed") }
                 if before.dns != after.dns { what.append("DNS changed") }
+                if before.bandwidthMbit != after.bandwidthMbit {
+                    what.append("BandwidthMbit \(Self.text(before.bandwidthMbit)) → \(Self.text(after.bandwidthMbit))")
+                }
                 lines.append("\(label): \(what.joined(separator: ", "))")
             default: break
             }
@@ -74,6 +77,8 @@ extension AccessRules {
     private static func text(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "unset" }
 
     private static func text(_ value: Int?) -> String { value.map(String.init) ?? "unset" }
+
+    private static func text(_ value: Double?) -> String { value.map { $0.formatted(.number.grouping(.never)) } ?? "unset" }
 
     private static func text(_ value: Date?) -> String { value.map { $0.formatted(.iso8601) } ?? "never" }
 }

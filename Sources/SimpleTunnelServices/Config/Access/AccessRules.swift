@@ -17,10 +17,12 @@ public struct AccessRules: Sendable, Hashable {
         public var ipv6Routes: [IPv6Network]?
         /// `DNS`: pushed to members instead of the top-level `DNS`.
         public var dns: DNSSettings?
+        /// `Limits.BandwidthMbit`: each member's traffic each way, over all its tunnels on this server.
+        public var bandwidthMbit: Double?
 
         public init(
             policy: DestinationPolicy? = nil, appLayer: Bool? = nil, tunnels: Int? = nil, routes: [IPv4Network]? = nil,
-            ipv6Routes: [IPv6Network]? = nil, dns: DNSSettings? = nil
+            ipv6Routes: [IPv6Network]? = nil, dns: DNSSettings? = nil, bandwidthMbit: Double? = nil
         ) {
             self.policy = policy
             self.appLayer = appLayer
@@ -28,6 +30,7 @@ public struct AccessRules: Sendable, Hashable {
             self.routes = routes
             self.ipv6Routes = ipv6Routes
             self.dns = dns
+            self.bandwidthMbit = bandwidthMbit
         }
     }
 
@@ -77,6 +80,7 @@ public struct AccessRules: Sendable, Hashable {
         let names = user?.groups ?? []
         var policies: [AccessProfile.GroupPolicy] = []
         var tunnels: Int?
+        var bandwidth: Double?
         var refusedBy: String?
         var pushed = AccessProfile.Pushed()
         for name in names {
@@ -87,11 +91,21 @@ public struct AccessRules: Sendable, Hashable {
             if pushed.dns == nil { pushed.dns = group.dns }
             if let policy = group.policy { policies.append(AccessProfile.GroupPolicy(group: name, policy: policy)) }
             if let limit = group.tunnels { tunnels = min(tunnels ?? limit, limit) }
+            if let limit = group.bandwidthMbit { bandwidth = min(bandwidth ?? limit, limit) }
             if group.appLayer == false && refusedBy == nil { refusedBy = name }
         }
         return AccessProfile(
             groups: names, policies: policies, appLayer: appLayer && refusedBy == nil, appLayerRefusedBy: appLayer ? refusedBy : nil,
-            tunnels: tunnels, expires: user?.expires, disabled: user?.disabled ?? false, pushed: pushed)
+            tunnels: tunnels, bandwidthMbit: bandwidth, expires: user?.expires, disabled: user?.disabled ?? false, pushed: pushed)
+    }
+
+    /// Each limited login's `bandwidthMbit` (the smallest of its groups'); a login not listed is not limited.
+    public var bandwidthLimits: [String: Double] {
+        var limits: [String: Double] = [:]
+        for (login, user) in users {
+            if let limit = user.groups.compactMap({ groups[$0]?.bandwidthMbit }).min() { limits[login] = limit }
+        }
+        return limits
     }
 
     /// Why `login` may not log in, or stay logged in, at `now`; nil when it may.

@@ -17,9 +17,12 @@ public final class ServerAccess: Sendable {
     }
 
     private let state: NIOLockedValueBox<State>
+    /// Each login's traffic, limited as its groups' `Limits.BandwidthMbit` say.
+    public let traffic: LoginTraffic
 
     public init(_ rules: AccessRules = .none) {
         state = NIOLockedValueBox(State(rules))
+        traffic = LoginTraffic(limits: rules.bandwidthLimits)
     }
 
     public var rules: AccessRules { state.withLockedValue { $0.rules } }
@@ -27,6 +30,7 @@ public final class ServerAccess: Sendable {
     public func replace(with rules: AccessRules) {
         let fresh = State(rules)
         state.withLockedValue { $0 = fresh }
+        traffic.setLimits(rules.bandwidthLimits)
     }
 
     public func profile(for login: String?) -> AccessProfile {

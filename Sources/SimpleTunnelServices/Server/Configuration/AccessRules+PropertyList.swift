@@ -3,7 +3,7 @@ import Foundation
 extension AccessRules {
     static let groupKeys = ["Policy", "AppLayer", "Limits", "Routes", "DNS"]
     static let groupRouteKeys = ["IPv4", "IPv6"]
-    static let groupLimitKeys = ["Tunnels"]
+    static let groupLimitKeys = ["Tunnels", "BandwidthMbit"]
     static let userKeys = ["Groups", "Expires", "Disabled", "IPv4Address", "IPv6Address"]
 
     /// Reads `Server.Groups`, `Server.Users` and `Server.AppLayer` as strictly
@@ -42,6 +42,7 @@ extension AccessRules {
         if let limits = try entry.optional("Limits")?.dictionary() {
             try limits.rejectUnknownKeys(groupLimitKeys)
             group.tunnels = try limits.optional("Tunnels")?.positiveInteger(maximum: 1_000_000)
+            group.bandwidthMbit = try limits.optional("BandwidthMbit")?.positiveNumber(maximum: 1_000_000, unit: "Mbit/s")
         }
         if let routes = try entry.optional("Routes")?.dictionary() {
             try routes.rejectUnknownKeys(groupRouteKeys)
