@@ -39,13 +39,7 @@ public enum StateFolder {
     /// The name (and uid) of the user this process runs as now.
     static func currentUser() -> String {
         let uid = geteuid()
-        var entry = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16384)
-        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, let found = result, let name = found.pointee.pw_name else {
-            return "uid \(uid)"
-        }
-        return "\(String(cString: name)) (uid \(uid))"
+        return SystemUserName.of(uid).map { "\($0) (uid \(uid))" } ?? "uid \(uid)"
     }
 }
 

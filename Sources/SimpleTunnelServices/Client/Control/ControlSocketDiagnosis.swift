@@ -66,7 +66,6 @@ public struct ControlSocketDiagnosis: Equatable, Sendable, CustomStringConvertib
     }
 
     private static func userName(_ uid: uid_t) -> String {
-        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
-        return String(cString: name)
+        SystemUserName.of(uid) ?? "uid \(uid)"
     }
 }

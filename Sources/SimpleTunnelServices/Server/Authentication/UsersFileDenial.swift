@@ -22,8 +22,7 @@ public struct UsersFileDenial: Error, Hashable, Sendable, CustomStringConvertibl
         public var description: String { name ?? "uid \(id)" }
 
         static func named(_ id: uid_t) -> Account {
-            guard let entry = getpwuid(id), let name = entry.pointee.pw_name else { return Account(id: id, name: nil) }
-            return Account(id: id, name: String(cString: name))
+            Account(id: id, name: SystemUserName.of(id))
         }
     }
 
