@@ -22,7 +22,7 @@
 #            login or a login whose address changed (target: none).
 #
 #   sudo Benchmarks/faults.sh
-#   OUTAGE=30 TUNNELS=2000 BYTES=262144 STORM=2000 LOGINS=200 CHURN=60 KILLS=5 MEASURE="outage memory storm churn" sudo -E Benchmarks/faults.sh
+#   OUTAGE=30 TUNNELS=2000 BYTES=262144 STORM=3000 LOGINS=200 CHURN=60 KILLS=5 MEASURE="outage memory storm churn" sudo -E Benchmarks/faults.sh
 #   BIN=.build/debug ...   run the programs already built there (default: a release build)
 #
 # Everything runs in a network namespace the script creates and deletes (the
@@ -35,7 +35,7 @@ set -euo pipefail
 OUTAGE=${OUTAGE:-30}
 TUNNELS=${TUNNELS:-2000}
 BYTES=${BYTES:-262144}
-STORM=${STORM:-2000}
+STORM=${STORM:-3000}
 LOGINS=${LOGINS:-200}
 CHURN=${CHURN:-60}
 KILLS=${KILLS:-5}
