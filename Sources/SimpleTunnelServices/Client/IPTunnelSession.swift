@@ -42,9 +42,6 @@ public struct IPTunnelSettings: Sendable, Hashable {
     public var mtu: Int?
     /// The IPv6 lease (ours, PROTOCOL.md B7); nil when the server offers IPv4 only.
     public var ipv6: IPv6Settings?
-    /// The server agreed to carry TCP super-packets whole (ours, PROTOCOL.md B8).
-    public var superPackets: Bool
-
     /// `IPv6` of the configuration: the leased address and what to route through the tunnel.
     public struct IPv6Settings: Sendable, Hashable {
         public var address: IPv6Address
@@ -92,7 +89,6 @@ public struct IPTunnelSettings: Sendable, Hashable {
         case .integer(let value)?: self.matchDomainsNoSearch = value != 0
         default: self.matchDomainsNoSearch = false
         }
-        self.superPackets = configuration[IPFlowConfigurationKey.superPackets]?.integerValue.map { $0 != 0 } ?? false
     }
 }
 
@@ -182,7 +178,8 @@ public final class IPTunnelSession: Sendable {
         let network = LinuxNetworkConfigurator(journal: options.journal.map { ($0, .network) }, logger: logger)
         let guardrail = LinuxNetworkConfigurator(journal: options.journal.map { ($0, .guardrail) }, logger: logger)
         do {
-            let settings = try IPTunnelSettings(configuration: try await openFlow(tunnel: tunnel, link: link, options: options))
+            let (configuration, path) = try await openFlow(tunnel: tunnel, link: link, options: options)
+            let settings = try IPTunnelSettings(configuration: configuration)
             // Before the routes: from the moment the tunnel carries everything, nothing gets around it.
             let killSwitch = KillSwitchRules.wanted(settings, options: options) ? KillSwitchRules(device: device.name, allowedLAN: options.allowedLAN) : nil
             if let killSwitch {
@@ -201,7 +198,7 @@ public final class IPTunnelSession: Sendable {
             }
             logger.notice(
                 "IP tunnel up on \(device.name): \(settings.leaseDescription), routes \(options.applyRoutes ? (settings.routes.map { $0.map(\.description).joined(separator: ", ") } ?? "everything") : "none")",
-                metadata: ["super-packets": "\(settings.superPackets ? "agreed" : "off")"]
+                metadata: ["super-packets": "\(path)"]
             )
             return IPTunnelSession(
                 settings: settings, device: device, link: link, network: network, guardrail: guardrail, killSwitch: killSwitch, routeWatch: watch,
@@ -218,7 +215,7 @@ public final class IPTunnelSession: Sendable {
     /// event loop) and keeps the device's settings, or replaces them when the
     /// server leased another address or pushes other settings.
     public func reattach(to tunnel: TunnelClientConnection) async throws {
-        let settings = try IPTunnelSettings(configuration: try await Self.openFlow(tunnel: tunnel, link: link, options: options))
+        let settings = try IPTunnelSettings(configuration: try await Self.openFlow(tunnel: tunnel, link: link, options: options).configuration)
         let previous = current.withLockedValue { $0 }
         guard settings != previous else {
             logger.notice("IP tunnel back on \(deviceName) with the same addresses \(settings.leaseDescription)")
@@ -277,15 +274,16 @@ public final class IPTunnelSession: Sendable {
             matchDomainsNoSearch: settings.matchDomainsNoSearch, tunnelCarriesEverything: options.applyRoutes && settings.carriesEverything)
     }
 
-    /// Opens the IP flow with the device as its local end; returns the pushed configuration.
-    /// Super-packets are offered when the device takes them whole (PROTOCOL.md B8).
+    /// Opens the IP flow with the device as its local end; returns the pushed configuration and how
+    /// the flow carries super-packets (offered when the device takes them whole, PROTOCOL.md B8).
     private static func openFlow(
         tunnel: TunnelClientConnection, link: NIOLoopBound<DeviceLink>, options: IPTunnelOptions
-    ) async throws -> [String: PropertyListValue] {
-        let promise = tunnel.eventLoop.makePromise(of: [String: PropertyListValue].self)
+    ) async throws -> (configuration: [String: PropertyListValue], path: SuperPacketPath) {
+        let promise = tunnel.eventLoop.makePromise(of: ([String: PropertyListValue], SuperPacketPath).self)
         tunnel.eventLoop.execute {
+            // The endpoint is made when the open is sent; it carries packets once the answer decided its path.
             var made: DeviceFlowEndpoint?
-            let offer = options.offerSuperPackets && link.value.device.takesSuperPackets
+            let offer = SuperPacketPath.clientOffers(options.offerSuperPackets, device: link.value.device)
             tunnel.multiplexer.openFlow(.ip(offersSuperPackets: offer)) { reporter in
                 let endpoint = DeviceFlowEndpoint(link: link.value, reporter: reporter)
                 made = endpoint
@@ -293,9 +291,9 @@ public final class IPTunnelSession: Sendable {
             } completion: { result in
                 switch result {
                 case .success(let configuration):
-                    // Agreed only when offered: a server that names them unasked gets none.
-                    made?.attach(superPackets: offer && (configuration?[IPFlowConfigurationKey.superPackets]?.integerValue ?? 0) != 0)
-                    promise.succeed(configuration ?? [:])
+                    let path = SuperPacketPath(offered: offer, answer: configuration)
+                    made?.attach(path: path)
+                    promise.succeed((configuration ?? [:], path))
                 case .failure(let failure):
                     promise.fail(IPTunnelError(refusal: failure.result))
                 }
@@ -393,8 +391,8 @@ final class DeviceLink {
 final class DeviceFlowEndpoint: PacketFlowEndpoint {
     private let link: DeviceLink
     private let reporter: FlowReporter
-    /// Both ends agreed to carry super-packets whole (PROTOCOL.md B8); known once the flow is open.
-    private(set) var superPackets = false
+    /// Whether super-packets cross the flow whole (PROTOCOL.md B8); decided once, as the flow opens.
+    private(set) var path = SuperPacketPath.segmented
     private let allocator = ByteBufferAllocator()
 
     init(link: DeviceLink, reporter: FlowReporter) {
@@ -403,28 +401,29 @@ final class DeviceFlowEndpoint: PacketFlowEndpoint {
     }
 
     /// The flow is open: from now on the device's packets go to it.
-    func attach(superPackets: Bool) {
-        self.superPackets = superPackets
+    func attach(path: SuperPacketPath) {
+        self.path = path
         link.endpoint = self
     }
 
     fileprivate func forward(_ packets: [TunnelPacket]) {
         // A tunnel that is gone is not worth cutting packets for.
         guard reporter.sink != nil else { return }
-        guard superPackets else {
-            var malformed = 0
-            for slice in SuperPacket.flatten(packets, allocator: allocator, malformed: &malformed).packetBatches {
-                reporter.didReadPackets(Array(slice))
-            }
+        var malformed = 0
+        let packets = path.toPeer(packets, allocator: allocator, malformed: &malformed)
+        guard packets.count > PacketFlowLimits.maximumBatchSize else {
+            reporter.didReadPackets(packets)
             return
         }
-        reporter.didReadPackets(packets)
+        for slice in packets.packetBatches {
+            reporter.didReadPackets(Array(slice))
+        }
     }
 
     func writePackets(_ packets: [TunnelPacket]) {
         // The version nibble decides, not the protocol number (PROTOCOL.md A2);
-        // super-packets only where they were agreed.
-        link.device.writePackets(packets.filter { $0.ipVersion != nil && (superPackets || !$0.isSuperPacket) })
+        // super-packets only where they were agreed, and whole.
+        link.device.writePackets(packets.filter { $0.ipVersion != nil && path.admitsFromPeer($0) })
     }
 
     /// The flow (or its tunnel) ended; the device stays for the next tunnel.

@@ -36,8 +36,8 @@ public final class PacketRouter: @unchecked Sendable {
     struct Route {
         let holder: LeaseBook.Holder
         let eventLoop: EventLoop
-        /// The tunnel's peer agreed to carry super-packets whole.
-        let superPackets: Bool
+        /// Whether super-packets reach the tunnel's peer whole or cut.
+        let path: SuperPacketPath
         let deliver: @Sendable ([TunnelPacket]) -> Void
     }
 
@@ -116,16 +116,19 @@ public final class PacketRouter: @unchecked Sendable {
         device.close()
     }
 
-    /// Whether the device takes super-packets whole, so the router may agree to them.
-    public var acceptsSuperPackets: Bool { device.takesSuperPackets }
+    /// How a client's IP flow carries super-packets: whole when it offered them and
+    /// the device takes them whole; the agreement is said in `answer`.
+    func superPacketPath(peerOffered: Bool, answer: inout [String: PropertyListValue]) -> SuperPacketPath {
+        SuperPacketPath(peerOffered: peerOffered, device: device, answer: &answer)
+    }
 
     /// Packets for `address` (and `ipv6`) go to `deliver`, called on `eventLoop`; replaces an earlier holder's route.
-    /// With `superPackets`, a super-packet the device reads reaches `deliver` whole.
+    /// `path` says whether a super-packet the device reads reaches `deliver` whole.
     func attach(
-        _ address: IPv4Address?, ipv6: IPv6Address? = nil, holder: LeaseBook.Holder, eventLoop: EventLoop, superPackets: Bool = false,
+        _ address: IPv4Address?, ipv6: IPv6Address? = nil, holder: LeaseBook.Holder, eventLoop: EventLoop, path: SuperPacketPath = .segmented,
         deliver: @escaping @Sendable ([TunnelPacket]) -> Void
     ) {
-        let route = Route(holder: holder, eventLoop: eventLoop, superPackets: superPackets, deliver: deliver)
+        let route = Route(holder: holder, eventLoop: eventLoop, path: path, deliver: deliver)
         routes.withLockedValue { routes in
             if let address { routes.ipv4[address] = route }
             if let ipv6 { routes.ipv6[ipv6] = route }
@@ -149,10 +152,10 @@ public final class PacketRouter: @unchecked Sendable {
     /// whose source is not the client's lease of its family, or that are
     /// link-scoped, or whose destination the policy refuses (or might, by a
     /// port their headers hide), and any super-packet when the client did not
-    /// agree to them (`superPackets`).
+    /// agree to them or it does not hold together (`path`).
     /// `loginFilter`: the rules of the client's login's groups, which its packets must pass too.
     func send(
-        _ packets: [TunnelPacket], from lease: IPv4Address?, ipv6 lease6: IPv6Address? = nil, superPackets: Bool = false,
+        _ packets: [TunnelPacket], from lease: IPv4Address?, ipv6 lease6: IPv6Address? = nil, path: SuperPacketPath = .segmented,
         loginFilter: LoginPacketFilter? = nil
     ) {
         var allowed: [TunnelPacket] = []
@@ -168,7 +171,7 @@ public final class PacketRouter: @unchecked Sendable {
         for packet in packets {
             // A super-packet needs the client's agreement and must hold together (PROTOCOL.md B8); checked once, here.
             let verdict =
-                packet.isSuperPacket && !(superPackets && SuperPacket.isWritable(packet))
+                !path.admitsFromPeer(packet)
                 ? .superPacket : verdict(on: packet.bytes, lease: lease, lease6: lease6, filter: filter, loginFilter: loginFilter)
             switch verdict {
             case .allowed: allowed.append(packet)
@@ -291,7 +294,7 @@ public final class PacketRouter: @unchecked Sendable {
         for (_, batch) in batches {
             let route = batch.route
             var malformed = 0
-            let packets = route.superPackets ? batch.packets : SuperPacket.flatten(batch.packets, allocator: allocator, malformed: &malformed)
+            let packets = route.path.toPeer(batch.packets, allocator: allocator, malformed: &malformed)
             if malformed > 0 {
                 drops.withLockedValue { $0.counters.uncutSuperPacketsDropped += UInt64(malformed) }
                 metrics?.droppedPackets(.uncutSuperPacket, count: malformed)

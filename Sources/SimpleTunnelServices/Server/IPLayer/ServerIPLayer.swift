@@ -62,18 +62,17 @@ public final class ServerIPLayer: Sendable {
                 }
                 // Who has which address: the line an operator looks for when a packet's source must be named.
                 logger.notice("leased \(lease.addressesDescription)", metadata: ["client": "\(client.map { PeerText.quoted($0) } ?? "anonymous")"])
-                let superPackets = offersSuperPackets && router.acceptsSuperPackets
+                let configuration = currentConfiguration.withLockedValue { $0 }
+                var answer = (pushed?.applied(to: configuration) ?? configuration).configuration(
+                    forLease: lease.address, ipv6: lease.ipv6Address, serverAddresses: serverAddresses)
+                let path = router.superPacketPath(peerOffered: offersSuperPackets, answer: &answer)
                 let endpoint = ServerIPFlowEndpoint(
                     reporter: reporter, lease: lease, layer: self, eventLoop: eventLoop, logger: logger, client: client, peer: peer,
-                    superPackets: superPackets, loginFilter: loginFilter)
+                    path: path, loginFilter: loginFilter)
                 if let peer {
                     peer.leased(lease.addressesDescription)
                     holders.withLockedValue { $0[lease.holder] = { peer.close() } }
                 }
-                let configuration = currentConfiguration.withLockedValue { $0 }
-                var answer = (pushed?.applied(to: configuration) ?? configuration).configuration(
-                    forLease: lease.address, ipv6: lease.ipv6Address, serverAddresses: serverAddresses)
-                if superPackets { answer[IPFlowConfigurationKey.superPackets] = PropertyListValue(1) }
                 completion(.success(OpenedFlow(endpoint: .ip(endpoint), configuration: answer)))
             }
         }
@@ -104,19 +103,19 @@ final class ServerIPFlowEndpoint: PacketFlowEndpoint {
     private var attached = true
     /// Told the address while the flow holds it, for `tunnel-server status`.
     private let peer: TunnelPeer?
-    /// Both ends agreed to carry super-packets whole (PROTOCOL.md B8).
-    private let superPackets: Bool
+    /// Whether super-packets cross this flow whole (PROTOCOL.md B8), decided as it opened.
+    private let path: SuperPacketPath
     /// The rules of the client's login's groups now, asked for each batch.
     private let loginFilter: (@Sendable () -> LoginPacketFilter?)?
 
     init(
         reporter: FlowReporter, lease: AddressPool.Lease, layer: ServerIPLayer, eventLoop: EventLoop,
-        logger: Logger, client: String?, peer: TunnelPeer? = nil, superPackets: Bool = false,
+        logger: Logger, client: String?, peer: TunnelPeer? = nil, path: SuperPacketPath = .segmented,
         loginFilter: (@Sendable () -> LoginPacketFilter?)? = nil
     ) {
         self.reporter = reporter
         self.loginFilter = loginFilter
-        self.superPackets = superPackets
+        self.path = path
         self.peer = peer
         self.lease = lease
         self.layer = layer
@@ -124,7 +123,7 @@ final class ServerIPFlowEndpoint: PacketFlowEndpoint {
         self.client = client
         // Until close() detaches it (or a newer session of the client takes the address), the router holds this endpoint.
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        layer.router.attach(lease.address, ipv6: lease.ipv6Address, holder: lease.holder, eventLoop: eventLoop, superPackets: superPackets) { packets in
+        layer.router.attach(lease.address, ipv6: lease.ipv6Address, holder: lease.holder, eventLoop: eventLoop, path: path) { packets in
             bound.value.deliver(packets)
         }
     }
@@ -137,7 +136,7 @@ final class ServerIPFlowEndpoint: PacketFlowEndpoint {
 
     func writePackets(_ packets: [TunnelPacket]) {
         guard attached else { return }
-        layer.router.send(packets, from: lease.address, ipv6: lease.ipv6Address, superPackets: superPackets, loginFilter: loginFilter?())
+        layer.router.send(packets, from: lease.address, ipv6: lease.ipv6Address, path: path, loginFilter: loginFilter?())
     }
 
     func close() {

@@ -1,5 +1,6 @@
 import NIOCore
 import Prometheus
+import SimpleTunnelWire
 import Testing
 @testable import SimpleTunnelServices
 
@@ -23,7 +24,7 @@ struct PeerSuperPacketCheckTests {
         let good = Self.packet(payload: 4 * 1300 + 7)
         let oneSegment = Self.packet(payload: 1000)
         let cutShort = Self.packet(payload: 4 * 1300 + 7, cut: 100)
-        router.send([good, oneSegment, cutShort], from: Self.lease, superPackets: true)
+        router.send([good, oneSegment, cutShort], from: Self.lease, path: SuperPacketPath(offered: true, answer: [IPFlowConfigurationKey.superPackets: PropertyListValue(1)]))
         #expect(device.written == [good.bytes])
         #expect(router.counters.superPacketsDropped == 2)
         #expect(registry.emitToString().contains(#"simpletunnel_dropped_packets_total{reason="super_packet"} 2"#))
