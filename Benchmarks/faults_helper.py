@@ -10,11 +10,11 @@
       Logs in every 100 ms until one is accepted; prints the seconds from
       the start until then (or "none" after S seconds).
 
-  peak --port P --tunnels N --echo-port E --bytes B --concurrency C
+  peak --port P --tunnels N --echo-port E --bytes B --concurrency C [--close-file PATH]
       Opens N tunnels (no login), each with one TCP flow to the echo server
       it runs on 127.0.0.1:E, sends B bytes through it and reads them back;
       holds them all, prints "open" on a line of its own, waits for a line
-      on stdin, then closes them all at once.
+      on stdin (or for PATH to exist), then closes them all at once.
 
   users --logins N --password W > FILE
       A users file (login:hash lines) for user0 .. user(N-1), all with
@@ -29,10 +29,10 @@
       ("conflicts") or a login's address that changed ("changed"), and
       each login's last address ("last").
 
-  storm --port P --tunnels N --echo-port E --limit S
+  storm --port P --tunnels N --echo-port E --limit S [--lost-file PATH]
       Holds N tunnels (no login), each proven by one echo through a TCP flow;
       prints "up N" once all are. When the server goes away (the script
-      SIGKILLs and restarts it), each comes back with the client's own
+      SIGKILLs and restarts it, then writes a line to stdin or creates PATH), each comes back with the client's own
       backoff (ReconnectBackoff: doubling from 0.5 s, each wait at random in
       the upper half of its step), while a probe client opens a tunnel and
       echoes every 100 ms. Prints one JSON line: seconds from the loss to all
@@ -194,7 +194,11 @@ def peak(args):
                 if failures <= 3:
                     print("tunnel failed: %s" % error, file=sys.stderr)
     print("open %d failed %d" % (len(tunnels), failures), flush=True)
-    sys.stdin.readline()
+    if args.close_file:
+        while not os.path.exists(args.close_file):
+            time.sleep(0.05)
+    else:
+        sys.stdin.readline()
     for tls in tunnels:
         try:
             tls.close()
@@ -499,7 +503,11 @@ async def storm_clients(args, go):
         print("only %d of %d tunnels came up" % (state["up"], args.tunnels), file=sys.stderr)
         sys.exit(1)
     print("up %d" % args.tunnels, flush=True)
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # the script has killed the server
+    if args.lost_file:
+        while not os.path.exists(args.lost_file):  # the test has killed the server
+            await asyncio.sleep(0.05)
+    else:
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # the script has killed the server
     state["lost"] = time.monotonic()
     os.write(go, b"g")
     try:
@@ -534,6 +542,7 @@ def main():
     command.add_argument("--echo-port", type=int, default=7007)
     command.add_argument("--bytes", type=int, default=262144)
     command.add_argument("--concurrency", type=int, default=32)
+    command.add_argument("--close-file", help="close them all once this file exists (instead of a line on stdin)")
     command = commands.add_parser("users")
     command.add_argument("--logins", type=int, required=True)
     command.add_argument("--password", required=True)
@@ -550,6 +559,7 @@ def main():
     command.add_argument("--tunnels", type=int, default=1000)
     command.add_argument("--echo-port", type=int, default=7008)
     command.add_argument("--limit", type=float, default=120)
+    command.add_argument("--lost-file", help="the server was killed once this file exists (instead of a line on stdin)")
     args = parser.parse_args()
     {"storm": storm, "login": login, "recover": recover, "peak": peak, "users": users, "churn": churn}[args.command](args)
 
