@@ -26,12 +26,16 @@ struct SharedDatabaseCluster {
     /// Leased beside the IPv4 pool when a cluster is started `dualStack`.
     static let ipv6Pool = ("fd00:90::2", "fd00:90::ffff")
 
+    /// Where the servers find the database: by default its own socket.
+    typealias Locate = @Sendable (ThrowawayPostgres) async throws -> DatabaseLocation
+
     /// Runs `body` with a cluster and stops it afterwards, also when `body` failed or returned early.
     static func with(
         servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20), dualStack: Bool = false,
+        locate: Locate = { try $0.location },
         _ body: (SharedDatabaseCluster) async throws -> Void
     ) async throws {
-        let cluster = try await start(servers: servers, logins: logins, timeout: timeout, dualStack: dualStack)
+        let cluster = try await start(servers: servers, logins: logins, timeout: timeout, dualStack: dualStack, locate: locate)
         do {
             try await body(cluster)
         } catch {
@@ -43,7 +47,8 @@ struct SharedDatabaseCluster {
 
     /// `logins`: every tunnel must log in, with these logins stored in the database (password "pw-LOGIN").
     static func start(
-        servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20), dualStack: Bool = false
+        servers: Int = 2, logins: [String]? = nil, timeout: Duration = .seconds(20), dualStack: Bool = false,
+        locate: Locate = { try $0.location }
     ) async throws -> SharedDatabaseCluster {
         let postgres = try await ThrowawayPostgres.started()
         let (capturing, log) = CapturingLogHandler.logger()
@@ -51,8 +56,9 @@ struct SharedDatabaseCluster {
         logger.logLevel = .info
         var members: [Member] = []
         do {
+            let location = try await locate(postgres)
             for _ in 0..<servers {
-                members.append(try await member(postgres, logins: logins, timeout: timeout, dualStack: dualStack, logger: logger))
+                members.append(try await member(location, logins: logins, timeout: timeout, dualStack: dualStack, logger: logger))
             }
             if let logins, let first = members.first {
                 for login in logins {
@@ -68,9 +74,9 @@ struct SharedDatabaseCluster {
     }
 
     private static func member(
-        _ postgres: ThrowawayPostgres, logins: [String]?, timeout: Duration, dualStack: Bool, logger: Logger
+        _ location: DatabaseLocation, logins: [String]?, timeout: Duration, dualStack: Bool, logger: Logger
     ) async throws -> Member {
-        let database = TunnelDatabase(location: try postgres.location, password: nil, timeout: timeout, logger: logger)
+        let database = TunnelDatabase(location: location, password: nil, timeout: timeout, logger: logger)
         let run = Task { await database.run() }
         try await database.prepare()
         // Takeovers by the other servers must reach this one before the test makes any.

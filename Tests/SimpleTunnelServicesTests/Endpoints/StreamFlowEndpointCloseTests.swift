@@ -38,7 +38,7 @@ struct StreamFlowEndpointCloseTests {
             if closed.withLockedValue({ $0 }) { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        return false
+        return closed.withLockedValue({ $0 })
     }
 
     /// How a destination saw its connection end after `body` ran on the flow's endpoint.

@@ -30,7 +30,7 @@ enum AdmissionPeers {
             if !channel.isActive { return true }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        return false
+        return !channel.isActive
     }
 
     /// Waits until `condition` holds; false after `timeout`.

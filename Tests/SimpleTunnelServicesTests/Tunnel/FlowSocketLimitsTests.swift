@@ -30,7 +30,7 @@ struct FlowSocketLimitsTests {
             if budget.socketsInUse == count { return true }
             try await Task.sleep(for: .milliseconds(10))
         }
-        return false
+        return budget.socketsInUse == count
     }
 
     /// A server with `budget`, and a destination that never reads.
