@@ -132,7 +132,7 @@ extension RawTunnelPeer {
     /// Opens the IP flow of a dual-stack server; both leased addresses, or the result when refused.
     func openDualStackIP(_ identifier: TunnelConnectionIdentifier = 1) async throws -> Result<(ipv4: String, ipv6: String), OpenRefusal> {
         try await send(.open(identifier: identifier, request: .plainIP))
-        switch await next(timeout: .seconds(30), skip: { if case .packets = $0 { true } else { false } }) {
+        switch await next(timeout: .seconds(90), skip: { if case .packets = $0 { true } else { false } }) {
         case .openResult(identifier, .success, let configuration?, _)?:
             guard let address = configuration["IPv4"]?.dictionaryValue?["Address"]?.stringValue,
                 let address6 = configuration["IPv6"]?.dictionaryValue?["Address"]?.stringValue
@@ -148,8 +148,8 @@ extension RawTunnelPeer {
     /// Opens the IP flow; the leased address, or the result when refused.
     func openIP(_ identifier: TunnelConnectionIdentifier = 1) async throws -> Result<String, OpenRefusal> {
         try await send(.open(identifier: identifier, request: .plainIP))
-        // Longer than the database's deadline: a refusal for want of it must arrive.
-        switch await next(timeout: .seconds(30), skip: { if case .packets = $0 { true } else { false } }) {
+        // Well past the database's deadline (the operation's, on a busy machine): a refusal for want of it must arrive.
+        switch await next(timeout: .seconds(90), skip: { if case .packets = $0 { true } else { false } }) {
         case .openResult(identifier, .success, let configuration?, _)?:
             guard let address = configuration["IPv4"]?.dictionaryValue?["Address"]?.stringValue else { return .failure(OpenRefusal(result: nil)) }
             return .success(address)
