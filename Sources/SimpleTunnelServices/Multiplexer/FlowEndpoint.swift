@@ -92,11 +92,18 @@ public enum LocalFlowEnd {
 /// What the multiplexer needs of the tunnel connection itself.
 public protocol TunnelOutput: AnyObject {
     var isWritable: Bool { get }
+    /// While writable, about how many bytes may be written before it is not:
+    /// a slow link's room (`LinkQueueGate`); unbounded where only `isWritable` says.
+    var writableBytes: Int { get }
     func write(_ message: TunnelMessage)
     func flush()
     /// Whether the peer should be read now: a server stops reading a peer
     /// whose data it cannot place, and TCP holds the peer back meanwhile.
     func peerReadingChanged(_ reading: Bool)
+}
+
+extension TunnelOutput {
+    public var writableBytes: Int { .max }
 }
 
 /// What a server does with an `open`: connect, bind or lease, then report.

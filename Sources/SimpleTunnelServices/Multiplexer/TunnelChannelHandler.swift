@@ -44,6 +44,12 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     /// The largest room in force over the same time, what the peak is held against.
     private var roomPeak = 0
     private var nextQueueLine = NIODeadline.uptimeNanoseconds(0)
+    /// On a slow link, what may still be handed down before the next look at
+    /// what waits in front of it, and the look scheduled while nothing may.
+    private var gate = LinkQueueGate()
+    private var gateLook: Scheduled<Void>?
+    /// The tunnel's TLS, whose unencrypted plaintext waits in front of the link too.
+    private weak var tls: TLSHandler?
 
     /// The tunnel's multiplexer; exists once the handler is in a pipeline.
     public private(set) var multiplexer: TunnelMultiplexer?
@@ -73,10 +79,27 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
 
     // MARK: TunnelOutput
 
-    public var isWritable: Bool { context?.channel.isWritable ?? false }
+    public var isWritable: Bool {
+        guard let context, context.channel.isWritable else { return false }
+        return gate.isOpen || lookAtLinkQueue(context: context)
+    }
+
+    public var writableBytes: Int { gate.allowance }
 
     public func write(_ message: TunnelMessage) {
+        gate.handedDown(Self.estimatedSize(of: message))
         context?.write(wrapOutboundOut(message), promise: nil)
+    }
+
+    /// A message's bytes on the wire, near enough to count against the room:
+    /// its payload and a frame's worth of the rest.
+    private static func estimatedSize(of message: TunnelMessage) -> Int {
+        let frame = 64
+        switch message {
+        case .data(_, let payload, _): return payload.readableBytes + frame
+        case .packets(_, let packets): return packets.reduce(frame) { $0 + $1.bytes.readableBytes }
+        default: return frame
+        }
     }
 
     public func flush() {
@@ -89,6 +112,47 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     // MARK: Pace
+
+    /// The gate is spent: reads what waits in front of the link now and lets
+    /// the gate say whether more may go, or when to look again. True if it may.
+    private func lookAtLinkQueue(context: ChannelHandlerContext) -> Bool {
+        guard gateLook == nil else { return false }
+        guard let reading = TCPInfoReading.read(from: context.channel) else {
+            _ = gate.looked(queued: 0, sizes: .fastest, maximumRoom: pace.policy.maximumBytes, rate: nil)
+            return true
+        }
+        var mayWrite = true
+        // On the channel's own loop the reading completes at once.
+        reading.assumeIsolated().whenComplete { [self] result in
+            guard case .success(let raw) = result, let reading = raw.reading else {
+                _ = gate.looked(queued: 0, sizes: .fastest, maximumRoom: pace.policy.maximumBytes, rate: nil)
+                return
+            }
+            let now = NIODeadline.now()
+            paced(reading, at: now)
+            let channelBytes = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+            let queued = (tls?.bufferedPlaintextBytes ?? 0) + channelBytes + Int(reading.unsentBytes ?? 0)
+            switch gate.looked(queued: queued, sizes: appliedSizes, maximumRoom: pace.policy.maximumBytes, rate: pace.rate) {
+            case .write:
+                break
+            case .wait(let delay):
+                mayWrite = false
+                gateLook = context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [weak self] in
+                    self?.gateLookDue()
+                }
+            }
+        }
+        return mayWrite
+    }
+
+    /// Time to look again: if more may go now, the multiplexer drains.
+    private func gateLookDue() {
+        gateLook = nil
+        guard let context, context.channel.isWritable else { return }
+        if lookAtLinkQueue(context: context) {
+            multiplexer?.tunnelWritabilityChanged(true)
+        }
+    }
 
     private func readPace(context: ChannelHandlerContext, now: NIODeadline) {
         nextPaceReading = now + Self.paceInterval
@@ -135,8 +199,10 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         }
         guard sizes != appliedSizes else { return }
         appliedSizes = sizes
+        gate.resized(to: sizes, maximumRoom: pace.policy.maximumBytes)
         multiplexer?.turnBytes = sizes.turn
-        (try? context.pipeline.syncOperations.handler(type: TLSHandler.self))?.batchSize = sizes.tlsBatch
+        tls = try? context.pipeline.syncOperations.handler(type: TLSHandler.self)
+        tls?.batchSize = sizes.tlsBatch
         do {
             try context.channel.syncOptions?.setOption(.writeBufferWaterMark, value: sizes.channelWaterMark)
             try context.channel.syncOptions?.setOption(
@@ -166,6 +232,8 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
 
     public func handlerRemoved(context: ChannelHandlerContext) {
         livenessCheck?.cancel()
+        gateLook?.cancel()
+        gateLook = nil
         multiplexer?.tunnelClosed()
         self.context = nil
     }
@@ -261,6 +329,8 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
 
     public func channelInactive(context: ChannelHandlerContext) {
         livenessCheck?.cancel()
+        gateLook?.cancel()
+        gateLook = nil
         if let multiplexer {
             let statistics = multiplexer.currentStatistics
             multiplexer.tunnelClosed()

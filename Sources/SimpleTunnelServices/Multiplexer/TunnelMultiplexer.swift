@@ -325,6 +325,9 @@ public final class TunnelMultiplexer {
         updatePeerReading()
     }
 
+    /// The least a chunk cut to the tunnel's room carries.
+    static let smallestPacedChunk = 1024
+
     /// Sends up to one turn of a flow's queue; returns whether anything was written.
     private func sendTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
         var sent = 0
@@ -332,7 +335,10 @@ public final class TunnelMultiplexer {
         let turn = self.turn
         while sent < turn, mayWriteFlows {
             // `transition` writes what the flow sends.
-            switch transition(identifier, { $0.nextToSend(maximumChunk: turn - sent) }) {
+            // On a slow link a chunk stops near the room the tunnel has left, so
+            // what waits in front of the link passes it by little (a small chunk costs a frame).
+            let chunk = min(turn - sent, max(output.writableBytes, Self.smallestPacedChunk))
+            switch transition(identifier, { $0.nextToSend(maximumChunk: chunk) }) {
             case .send(let item)?:
                 wrote = true
                 sent += item.payloadBytes

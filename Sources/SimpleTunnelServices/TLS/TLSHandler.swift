@@ -60,6 +60,10 @@ public final class TLSHandler: ChannelDuplexHandler {
         set { batch = max(1, min(newValue, Self.maximumBatchSize)) }
     }
     private var batch = TLSHandler.maximumBatchSize
+
+    /// Plaintext written and not yet encrypted and handed down, flushed or
+    /// not: part of what waits in front of the link.
+    public var bufferedPlaintextBytes: Int { pendingWrites.byteCount }
     /// TLS's largest record plaintext: writes are packed into records this full.
     static let recordSize = 16_384
 
