@@ -29,6 +29,9 @@ struct LinkQueueGate: Sendable, Hashable {
 
     var isOpen: Bool { allowance > 0 }
 
+    /// Whether what is handed down is counted: only on a gated (slow) link.
+    var isCounting: Bool { allowance != .max }
+
     /// Counts `bytes` handed down.
     mutating func handedDown(_ bytes: Int) {
         guard allowance != .max else { return }

@@ -87,7 +87,8 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     public var writableBytes: Int { gate.allowance }
 
     public func write(_ message: TunnelMessage) {
-        gate.handedDown(Self.estimatedSize(of: message))
+        // Sized only on a gated link: a `packets` message's size is a sum over its packets.
+        if gate.isCounting { gate.handedDown(Self.estimatedSize(of: message)) }
         context?.write(wrapOutboundOut(message), promise: nil)
     }
 

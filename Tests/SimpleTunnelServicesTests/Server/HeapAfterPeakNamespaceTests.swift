@@ -11,13 +11,12 @@ struct HeapAfterPeakNamespaceTests {
     static let helper = RepositoryPaths.root.appendingPathComponent("Benchmarks/faults_helper.py").path
     static let tunnels = 1000
 
-    /// The process's resident set, in MiB; nil once it is gone.
+    /// The process's resident set, in MiB, read as the server's own metrics read theirs; nil once it is gone.
     static func residentMiB(_ pid: Int32) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kilobytes = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) })
+        guard let statm = try? String(contentsOfFile: "/proc/\(pid)/statm", encoding: .utf8),
+              let pages = ProcessFigures.residentPages(statm: statm)
         else { return nil }
-        return kilobytes / 1024
+        return Int((pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))) >> 20)
     }
 
     @Test(.enabled(if: NetworkNamespaceLab.isPythonAvailable, "needs root, ip netns and python3"))
