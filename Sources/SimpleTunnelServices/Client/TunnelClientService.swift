@@ -190,19 +190,14 @@ public struct TunnelClientService: Service, CustomStringConvertible {
     private func startControlServer() async throws -> ControlSocketClaim? {
         guard let controlPath else { return nil }
         return try await ControlSocketClaim.start(
-            path: controlPath, required: controlPathIsRequired, handlers: Self.controlHandlers(status), group: group, logger: logger)
+            path: controlPath, required: controlPathIsRequired, handlers: Self.controlHandlers(status),
+            afterAnswer: ["stop": { [status] in status.requestStop() }], group: group, logger: logger)
     }
 
-    /// `status` and `stats` answer with the state; `stop` ends the client as SIGTERM would.
+    /// `status` and `stats` answer with the state; `stop` answers too, and once
+    /// that answer is written ends the client as SIGTERM would.
     static func controlHandlers(_ status: TunnelClientStatusBoard) -> [String: ControlServer.Handler] {
         let report: ControlServer.Handler = { _ in .init(ok: true, status: await status.snapshot()) }
-        return [
-            "status": report,
-            "stats": report,
-            "stop": { _ in
-                status.requestStop()
-                return .init(ok: true, status: await status.snapshot())
-            },
-        ]
+        return ["status": report, "stats": report, "stop": report]
     }
 }

@@ -14,9 +14,19 @@ public final class ControlServer: Sendable {
         self.socket = socket
     }
 
-    public static func start(path: String, handlers: [String: Handler], group: EventLoopGroup, logger: Logger) async throws -> ControlServer {
+    /// - Parameter afterAnswer: by request type, what starts only once the answer is written
+    ///   (`stop`: the asker hears "stopping" before the socket goes away).
+    public static func start(
+        path: String, handlers: [String: Handler], afterAnswer: [String: @Sendable () -> Void] = [:], group: EventLoopGroup, logger: Logger
+    ) async throws -> ControlServer {
         let known = handlers.keys.sorted().joined(separator: ", ")
-        let socket = try await ControlSocketServer.start(path: path, program: "tunnel-client", group: group, logger: logger) { payload in
+        let then: @Sendable (Data) -> Void = { payload in
+            guard let request = try? JSONDecoder().decode(ControlProtocol.Request.self, from: payload) else { return }
+            afterAnswer[request.type]?()
+        }
+        let socket = try await ControlSocketServer.start(
+            path: path, program: "tunnel-client", group: group, logger: logger, afterAnswer: then
+        ) { payload in
             let response: ControlProtocol.Response
             let request = try? JSONDecoder().decode(ControlProtocol.Request.self, from: payload)
             if let request, let handler = handlers[request.type] {

@@ -18,11 +18,12 @@ final class ControlSocketClaim: Sendable {
     /// Binds `path` now; when another client holds it and `required` is false,
     /// keeps trying in the background instead of failing.
     static func start(
-        path: String, required: Bool, handlers: [String: ControlServer.Handler], group: EventLoopGroup, logger: Logger,
+        path: String, required: Bool, handlers: [String: ControlServer.Handler], afterAnswer: [String: @Sendable () -> Void] = [:],
+        group: EventLoopGroup, logger: Logger,
         retryInterval: Duration = .seconds(2)
     ) async throws -> ControlSocketClaim {
         do {
-            let server = try await ControlServer.start(path: path, handlers: handlers, group: group, logger: logger)
+            let server = try await ControlServer.start(path: path, handlers: handlers, afterAnswer: afterAnswer, group: group, logger: logger)
             return ControlSocketClaim(server: NIOLockedValueBox(server), waiting: nil)
         } catch ControlError.socketInUse(let path, _) where !required {
             logger.warning("another tunnel-client answers on \(path): this one takes the control socket over when that one stops (or give it --control PATH)")
@@ -32,7 +33,7 @@ final class ControlSocketClaim: Sendable {
                     try? await Task.sleep(for: retryInterval)
                     if Task.isCancelled { return }
                     do {
-                        let server = try await ControlServer.start(path: path, handlers: handlers, group: group, logger: logger)
+                        let server = try await ControlServer.start(path: path, handlers: handlers, afterAnswer: afterAnswer, group: group, logger: logger)
                         box.withLockedValue { $0 = server }
                         logger.notice("the tunnel-client that answered on \(path) has stopped: this one answers there now")
                         return

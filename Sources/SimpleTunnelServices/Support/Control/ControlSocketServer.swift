@@ -23,9 +23,11 @@ public final class ControlSocketServer: Sendable {
     ///   - owner: when started as root for a service that then becomes another user, that user:
     ///     the socket and a folder created for it are handed to them, so the service user may ask too.
     ///   - program: who answers, for the error when another one already does.
+    ///   - afterAnswer: given the request once its answer is written (or could not be): what must
+    ///     not happen before the asker has its answer, such as stopping the process, starts here.
     public static func start(
         path: String, owner: (uid: uid_t, gid: gid_t)? = nil, program: String, group: EventLoopGroup, logger: Logger,
-        answer: @escaping Answer
+        afterAnswer: @escaping @Sendable (Data) -> Void = { _ in }, answer: @escaping Answer
     ) async throws -> ControlSocketServer {
         let parent = (path as NSString).deletingLastPathComponent
         let folder = try ControlSocketBinding.openFolder(parent.isEmpty ? "." : parent, owner: owner)
@@ -38,7 +40,7 @@ public final class ControlSocketServer: Sendable {
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(ControlFrameDecoder()))
-                        try channel.pipeline.syncOperations.addHandler(ControlRequestHandler(answer: answer, logger: logger))
+                        try channel.pipeline.syncOperations.addHandler(ControlRequestHandler(answer: answer, afterAnswer: afterAnswer, logger: logger))
                     }
                 }
                 .withBoundSocket(socket)
@@ -83,12 +85,14 @@ private final class ControlRequestHandler: ChannelInboundHandler {
     typealias OutboundOut = ByteBuffer
 
     private let answer: ControlSocketServer.Answer
+    private let afterAnswer: @Sendable (Data) -> Void
     private let logger: Logger
     private var allowed = false
     private var answered = false
 
-    init(answer: @escaping ControlSocketServer.Answer, logger: Logger) {
+    init(answer: @escaping ControlSocketServer.Answer, afterAnswer: @escaping @Sendable (Data) -> Void, logger: Logger) {
         self.answer = answer
+        self.afterAnswer = afterAnswer
         self.logger = logger
     }
 
@@ -109,13 +113,14 @@ private final class ControlRequestHandler: ChannelInboundHandler {
         answered = true
         let request = Data(unwrapInboundIn(data).readableBytesView)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        let answer = self.answer
+        let (answer, afterAnswer) = (self.answer, self.afterAnswer)
         Task {
             let response = await answer(request)
             bound.eventLoop.execute {
                 let context = bound.value
                 context.writeAndFlush(NIOAny(ControlFraming.frame(response))).assumeIsolated().whenComplete { _ in
                     context.close(promise: nil)
+                    afterAnswer(request)
                 }
             }
         }
