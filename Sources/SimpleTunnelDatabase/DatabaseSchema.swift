@@ -59,6 +59,18 @@ enum DatabaseSchema {
                 """,
             ]
         ),
+        (
+            4,
+            [
+                // Each login's bytes per day (UTC), every server adding its own (`DatabaseUsage`).
+                """
+                CREATE TABLE simpletunnel_usage (
+                    login text NOT NULL, day date NOT NULL,
+                    bytes_from_client bigint NOT NULL DEFAULT 0, bytes_to_client bigint NOT NULL DEFAULT 0,
+                    last_seen timestamptz NOT NULL, PRIMARY KEY (login, day))
+                """
+            ]
+        ),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }

@@ -6,6 +6,8 @@ extension TunnelDatabase: SharedServerStore {
 
     public var logins: any LoginDirectory { DatabaseLogins(database: self) }
 
+    public var usageStore: any UsageStore { DatabaseUsage(database: self) }
+
     /// Away once a probe found no database, until one gets through (`DatabaseHealth`).
     public var unavailability: String? {
         guard health.withLockedValue({ $0.answersAtOnce }) else { return nil }

@@ -78,7 +78,7 @@ struct Serve: AsyncParsableCommand {
         if let metrics {
             let endpoint = try TunnelEndpoint(parsing: metrics)
             let registry = PrometheusCollectorRegistry()
-            settings.metrics = TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
+            settings.metrics = TunnelServerMetrics(factory: PrometheusMetricsFactory(registry: registry), perLogin: process.metricsPerLogin)
             metricsEndpoint = (endpoint, registry)
         }
         let identity = launch.selfSignedIdentity

@@ -8,6 +8,9 @@ struct ServeProcessOptions: ParsableArguments {
     @Option(help: "Serve Prometheus metrics at http://ADDR:PORT/metrics (off by default).")
     var metrics: String?
 
+    @Flag(name: .customLong("metrics-per-login"), help: "Also count bytes by login in the metrics (simpletunnel_login_bytes_total), updated at each usage flush; one series per login, so off by default.")
+    var metricsPerLogin = false
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -18,6 +21,9 @@ struct ServeProcessOptions: ParsableArguments {
     var runAs: String?
 
     func check() throws {
+        if metricsPerLogin, metrics == nil {
+            throw ValidationError("--metrics-per-login adds to the metrics: give --metrics ADDR:PORT too")
+        }
         if let metrics {
             do { _ = try TunnelEndpoint(parsing: metrics) } catch { throw ValidationError("--metrics \(error)") }
         }

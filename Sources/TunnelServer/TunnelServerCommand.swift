@@ -14,7 +14,7 @@ enum TunnelServerMain {
         sigaddset(&hangup, SIGHUP)
         pthread_sigmask(SIG_UNBLOCK, &hangup, nil)
         let arguments = AppleCommandLine.rewritten(Array(CommandLine.arguments.dropFirst()))
-        if let error = AppleCommandLine.misspeltSubcommand(arguments, subcommands: ["serve", "check", "passwd", "profile", "status", "kick", "reload"]) {
+        if let error = AppleCommandLine.misspeltSubcommand(arguments, subcommands: ["serve", "check", "passwd", "profile", "status", "kick", "reload", "usage"]) {
             StandardError.write((error + "\n  See 'tunnel-server --help' for the subcommands.\n"))
             exit(64)
         }
@@ -28,7 +28,7 @@ struct TunnelServerCommand: AsyncParsableCommand {
         abstract: "Serve SimpleTunnel tunnels over TLS: TCP and UDP flows to real destinations, and an IP layer over TUN.",
         discussion: "Without a subcommand it serves: `tunnel-server serve --help` lists the options (--port, --config, --cert, --users, --tun, --run-as, ...).",
         version: SimpleTunnelVersion.current,
-        subcommands: [Serve.self, Check.self, Passwd.self, Profile.self, ServerStatus.self, Kick.self, Reload.self],
+        subcommands: [Serve.self, Check.self, Passwd.self, Profile.self, ServerStatus.self, Kick.self, Reload.self, Usage.self],
         defaultSubcommand: Serve.self
     )
 }

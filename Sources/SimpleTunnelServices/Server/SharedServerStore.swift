@@ -11,6 +11,8 @@ public protocol SharedServerStore: Sendable, CustomStringConvertible {
     var logins: any LoginDirectory { get }
     /// Leases from `range` and `ipv6Range` (an address of each family given), shared with the other servers (they replace the lease file).
     func addressLeasing(range: ClosedRange<IPv4Address>?, ipv6Range: ClosedRange<IPv6Address>?) -> any AddressLeasing
+    /// Each login's usage, where every server sharing the store adds its own (it replaces the state folder's usage file).
+    var usageStore: any UsageStore { get }
     /// Calls `end` with each login removed from the store, on every server sharing it.
     func whenLoginRemoved(_ end: @escaping @Sendable (String) -> Void)
     /// Runs what the store needs (its connections) until the task is cancelled; start it first.

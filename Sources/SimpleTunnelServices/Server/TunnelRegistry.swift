@@ -13,6 +13,8 @@ final class TunnelRegistry: Sendable {
         var tunnelsByLogin: [String: Int] = [:]
         /// When the heap a peak of tunnels grew is handed back.
         var heapTrims: HeapTrimSchedule
+        /// Each login's usage counted here and not yet stored.
+        var usage = UsageLedger()
     }
 
     private let state: NIOLockedValueBox<State>
@@ -38,6 +40,8 @@ final class TunnelRegistry: Sendable {
         let trim = state.withLockedValue { state -> HeapTrimSchedule.Decision in
             guard state.peers.removeValue(forKey: ObjectIdentifier(peer)) != nil else { return .nothing }
             state.totals.closed(with: final)
+            state.usage.closed(
+                ObjectIdentifier(peer), login: peer.currentLogin, fromClient: final.bytesFromPeer, toClient: final.bytesToPeer, now: Date())
             if let login = peer.currentLogin {
                 let remaining = (state.tunnelsByLogin[login] ?? 1) - 1
                 state.tunnelsByLogin[login] = remaining > 0 ? remaining : nil
@@ -91,6 +95,7 @@ final class TunnelRegistry: Sendable {
             guard (state.tunnelsByLogin[login] ?? 0) < cap else { return false }
             state.tunnelsByLogin[login, default: 0] += 1
             peer.loggedIn(as: login)
+            state.usage.seen(login, now: Date())
             return true
         }
     }
@@ -109,6 +114,33 @@ final class TunnelRegistry: Sendable {
         let chosen = all.filter { ($0.currentLogin.map(matches) ?? false) && (!leasingOnly || $0.currentLease != nil) }
         for peer in chosen { peer.close() }
         return chosen.count
+    }
+
+    /// The usage counted since the last take, open tunnels' traffic so far
+    /// included (each read on its event loop), handed over to be stored.
+    func takeUsage(now: Date = Date()) async -> [UsageRecord] {
+        var readings: [(ObjectIdentifier, String, TunnelStatistics)] = []
+        for peer in all {
+            let reading = try? await peer.channel.eventLoop.submit { () -> (String, TunnelStatistics)? in
+                guard let login = peer.currentLogin,
+                    let handler = try? peer.channel.pipeline.syncOperations.handler(type: TunnelChannelHandler.self)
+                else { return nil }
+                return (login, handler.multiplexer?.currentStatistics ?? TunnelStatistics())
+            }.get()
+            if let (login, statistics) = reading { readings.append((ObjectIdentifier(peer), login, statistics)) }
+        }
+        return state.withLockedValue { state in
+            // A tunnel that closed meanwhile had its final counters read as it went.
+            for (tunnel, login, statistics) in readings where state.peers[tunnel] != nil {
+                state.usage.read(tunnel, login: login, fromClient: statistics.bytesFromPeer, toClient: statistics.bytesToPeer, now: now)
+            }
+            return state.usage.take()
+        }
+    }
+
+    /// Records a store could not keep: offered again with the next take.
+    func giveBackUsage(_ records: [UsageRecord]) {
+        state.withLockedValue { $0.usage.giveBack(records) }
     }
 
     func status(now: Date = Date()) async -> TunnelServerStatus {

@@ -57,6 +57,12 @@ public final class TunnelServer: Sendable {
         public var access = AccessRules.none
         /// How often open tunnels are checked for a login that expired meanwhile.
         public var expiryCheckInterval: TimeAmount = .milliseconds(250)
+        /// Where each login's usage is kept across restarts (the state folder's `usage.json`, or the database).
+        public var usageStore: any UsageStore = MemoryUsageStore()
+        /// What the store is, for `tunnel-server usage`'s heading.
+        public var usageStoreName = "memory only"
+        /// How often the usage counted is handed to the store while serving: what a crash may lose.
+        public var usageFlushInterval: Duration = .seconds(30)
 
         public struct Authentication: Sendable {
             /// The users file, or the database several servers share.
@@ -85,9 +91,9 @@ public final class TunnelServer: Sendable {
     }
 
     private let channel: Channel
-    private let tunnels: TunnelRegistry
+    let tunnels: TunnelRegistry
     /// What each new connection is served with; a reload replaces it.
-    private let live: NIOLockedValueBox<Settings>
+    let live: NIOLockedValueBox<Settings>
     /// The destination rules every flow asks at open, old tunnels' too.
     private let authorizer: ReloadableAuthorizer
     private let statusWarnings = NIOLockedValueBox<[@Sendable () -> [String]]>([])
@@ -100,7 +106,9 @@ public final class TunnelServer: Sendable {
     public let localAddress: SocketAddress
     /// Which connections are taken; its counts say how many are unauthenticated and how many are tunnels.
     public let admission: ConnectionAdmission
-    private let logger: Logger
+    let logger: Logger
+    /// Whether the last hand-over of usage to its store failed: said once, and again once one succeeds.
+    let usageFlushFailed = NIOLockedValueBox(false)
 
     private init(
         channel: Channel, tunnels: TunnelRegistry, live: NIOLockedValueBox<Settings>, authorizer: ReloadableAuthorizer, access: ServerAccess,
@@ -295,6 +303,7 @@ public final class TunnelServer: Sendable {
         // All at once: each close waits for its close_notify to go out.
         let closes = open.map { $0.channel.close() }
         try? await EventLoopFuture.andAllComplete(closes, on: channel.eventLoop).get()
+        await flushUsage()
     }
 
     /// The tunnels' connections now (for tests).
@@ -353,7 +362,11 @@ public final class TunnelServer: Sendable {
         authorizer.replace(with: settings.opener.authorizer)
         settings.opener.authorizer = authorizer
         access.replace(with: settings.access)
-        live.withLockedValue { $0 = settings }
+        live.withLockedValue { live in
+            // The usage store is where this run's counts go; a reload's fresh reading of it would miss the latest.
+            (settings.usageStore, settings.usageStoreName, settings.usageFlushInterval) = (live.usageStore, live.usageStoreName, live.usageFlushInterval)
+            live = settings
+        }
         admission.update(limits: settings.admissionLimits)
         Self.endRefusedLogins(tunnels: tunnels, access: access, logger: logger, onlyIfExpiring: false)
         // Their address is the old one until they reconnect, which their client does when the tunnel ends.

@@ -97,6 +97,19 @@ public struct TunnelServerLaunch: Sendable {
             resolver: resolvConf.flatMap(DNSForwarder.firstNameserver(inResolvConf:)), sockets: settings.opener.socketBudget.makeServerAccount())
 
         let database = try Self.database(options, server, open: openSharedStore, environment: environment, logger: logger)
+        // Read at start only: a reload keeps the running store (`TunnelServer.apply`).
+        if listeningOn == nil {
+            if let database {
+                (settings.usageStore, settings.usageStoreName) = (database.usageStore, "the database \(database), all servers together")
+            } else {
+                let path = (options.stateDirectory ?? SelfSignedIdentity.defaultDirectory()) + "/" + UsageFile.defaultName
+                do {
+                    (settings.usageStore, settings.usageStoreName) = (try UsageFile(path: path), path)
+                } catch {
+                    throw TunnelServerLaunchError.invalidOption("\(error)")
+                }
+            }
+        }
         var usersFile: UsersFile?
         if options.usersPath != nil || database != nil {
             let users: any LoginDirectory

@@ -151,6 +151,14 @@ public struct TunnelServerService: Service, CustomStringConvertible {
                 if !Task.isCancelled { server.logCertificateWarnings() }
             }
         }
+        // Each login's usage, handed to its store at a bounded rate (and at stop, by `shutdown`).
+        let usageFlushes = Task {
+            let interval = server.servingSettings.usageFlushInterval
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                if !Task.isCancelled { await server.flushUsage() }
+            }
+        }
         // Serve until asked to stop, or until the listener dies on its own.
         await withGracefulShutdownHandler {
             try? await server.closeFuture.get()
@@ -159,6 +167,7 @@ public struct TunnelServerService: Service, CustomStringConvertible {
         }
         reloads.cancel()
         certificateChecks.cancel()
+        usageFlushes.cancel()
         await server.shutdown()
         await controlSocket?.close()
         await metrics?.close()

@@ -103,6 +103,8 @@ struct SharedDatabaseCluster {
                 var checks = PasswordCheckLimits()
                 checks.perSource = 1000
                 $0.authentication = .init(users: DatabaseLogins(database: database), checker: PasswordChecker(limits: checks))
+                $0.usageStore = DatabaseUsage(database: database)
+                $0.usageStoreName = "the database"
             }
         }
         router.start()

@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 
 /// Each login's traffic on this server, over all its tunnels: a
 /// `BandwidthBucket` each way for a login its groups limit
@@ -18,6 +19,8 @@ public final class LoginTraffic: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    /// Whether any login is limited: without one (most servers), a message costs no lock.
+    private let anyLimited = Atomic<Bool>(false)
 
     public init(limits: [String: Double] = [:]) {
         setLimits(limits)
@@ -25,6 +28,7 @@ public final class LoginTraffic: Sendable {
 
     /// The limits of a reload's rules: a login's buckets take its new rate now, or go when it has none.
     public func setLimits(_ limits: [String: Double], now: NIODeadline = .now()) {
+        anyLimited.store(!limits.isEmpty, ordering: .relaxed)
         state.withLockedValue { state in
             state.limits = limits
             for (login, var buckets) in state.buckets {
@@ -41,7 +45,8 @@ public final class LoginTraffic: Sendable {
 
     /// `bytes` of `login`'s went `direction` (seen from the tunnel's server end); how long that direction must wait.
     func count(_ bytes: Int, _ direction: TunnelTrafficDirection, login: String, now: NIODeadline) -> TimeAmount? {
-        state.withLockedValue { state in
+        guard anyLimited.load(ordering: .relaxed) else { return nil }
+        return state.withLockedValue { state in
             guard let mbit = state.limits[login] else { return nil }
             var buckets =
                 state.buckets[login]

@@ -18,7 +18,7 @@ public enum ServerControl {
 
     static func answer(_ payload: Data, server: TunnelServer, reloader: ServerReloader?, logger: Logger) async -> ServerControlProtocol.Response {
         guard let request = try? JSONDecoder().decode(ServerControlProtocol.Request.self, from: payload) else {
-            return .init(ok: false, error: "a request is a JSON object with a \"type\"; known: kick, reload, status")
+            return .init(ok: false, error: "a request is a JSON object with a \"type\"; known: kick, reload, status, usage")
         }
         switch request.type {
         case "status":
@@ -36,8 +36,21 @@ public enum ServerControl {
             logger.notice("control socket: reload asked for")
             let report = reloader.reload()
             return .init(ok: report.succeeded, reload: report, error: report.succeeded ? nil : "not everything was reloaded")
+        case "usage":
+            var since: UsageDay?
+            if let text = request.since {
+                guard let day = UsageDay(parsing: text) else {
+                    return .init(ok: false, error: "since \(PeerText.quoted(text, limit: 40)) is not a date: give YYYY-MM-DD (UTC)")
+                }
+                since = day
+            }
+            do {
+                return .init(ok: true, usage: try await server.usage(since: since))
+            } catch {
+                return .init(ok: false, error: "cannot read the usage: \(error)")
+            }
         default:
-            return .init(ok: false, error: "unknown request type \(PeerText.quoted(request.type, limit: 32)); known: kick, reload, status")
+            return .init(ok: false, error: "unknown request type \(PeerText.quoted(request.type, limit: 32)); known: kick, reload, status, usage")
         }
     }
 }

@@ -1,16 +1,20 @@
 import Foundation
 
 /// The server's control socket (`ControlSocketServer`): a request names its
-/// `type` (`status`, `kick` with a `login`, `reload`); the answer says `ok`
-/// and carries the status, how many tunnels were ended, what a reload did, or an `error`.
+/// `type` (`status`, `kick` with a `login`, `reload`, `usage` with an optional
+/// `since` day); the answer says `ok` and carries the status, how many tunnels
+/// were ended, what a reload did, each login's usage, or an `error`.
 public enum ServerControlProtocol {
     public struct Request: Codable, Sendable, Equatable {
         public var type: String
         public var login: String?
+        /// `usage`: the first day counted, `YYYY-MM-DD` (UTC).
+        public var since: String?
 
-        public init(type: String, login: String? = nil) {
+        public init(type: String, login: String? = nil, since: String? = nil) {
             self.type = type
             self.login = login
+            self.since = since
         }
     }
 
@@ -21,10 +25,16 @@ public enum ServerControlProtocol {
         public var ended: Int?
         /// What a `reload` did, part by part.
         public var reload: ServerReloadReport?
+        /// Each login's bytes and last-seen time (`usage`).
+        public var usage: LoginUsageReport?
         public var error: String?
 
-        public init(ok: Bool, status: TunnelServerStatus? = nil, ended: Int? = nil, reload: ServerReloadReport? = nil, error: String? = nil) {
+        public init(
+            ok: Bool, status: TunnelServerStatus? = nil, ended: Int? = nil, reload: ServerReloadReport? = nil, usage: LoginUsageReport? = nil,
+            error: String? = nil
+        ) {
             self.ok = ok
+            self.usage = usage
             self.status = status
             self.ended = ended
             self.reload = reload

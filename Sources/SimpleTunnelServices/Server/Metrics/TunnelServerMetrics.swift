@@ -22,6 +22,8 @@ public struct TunnelServerMetrics: Sendable {
     let unauthenticatedConnections: Meter
     private let admissionRefusals: [AdmissionRefusal: Counter]
     private let logins: [LoginOutcome: Counter]
+    /// Set (`--metrics-per-login`): bytes are also counted by login, one series per login.
+    private let perLogin: MetricsFactory?
 
     enum DroppedPacketReason: String, CaseIterable {
         case spoofed, notIPv4 = "not_ipv4", unroutable, congested
@@ -39,7 +41,8 @@ public struct TunnelServerMetrics: Sendable {
         case uncutSuperPacket = "uncut_super_packet"
     }
 
-    public init(factory: MetricsFactory = MetricsSystem.factory) {
+    public init(factory: MetricsFactory = MetricsSystem.factory, perLogin: Bool = false) {
+        self.perLogin = perLogin ? factory : nil
         tunnels = Meter(label: "simpletunnel_tunnels", factory: factory)
         tunnelsOpened = Counter(label: "simpletunnel_tunnels_total", factory: factory)
         bytesFromClients = Counter(label: "simpletunnel_bytes_total", dimensions: [("direction", "from_clients")], factory: factory)
@@ -85,5 +88,19 @@ public struct TunnelServerMetrics: Sendable {
     func droppedPackets(_ reason: DroppedPacketReason, count: Int) {
         guard count > 0 else { return }
         droppedPackets[reason]?.increment(by: count)
+    }
+}
+
+extension TunnelServerMetrics {
+    /// Usage handed to its store, by login, when asked for (`--metrics-per-login`).
+    func countUsage(_ records: [UsageRecord]) {
+        guard let factory = perLogin else { return }
+        for record in records {
+            let login = record.login  // the exporter escapes label values
+            Counter(label: "simpletunnel_login_bytes_total", dimensions: [("login", login), ("direction", "from_client")], factory: factory)
+                .increment(by: Int64(clamping: record.usage.bytesFromClient))
+            Counter(label: "simpletunnel_login_bytes_total", dimensions: [("login", login), ("direction", "to_client")], factory: factory)
+                .increment(by: Int64(clamping: record.usage.bytesToClient))
+        }
     }
 }
