@@ -34,7 +34,9 @@ struct FixedAddressNamespaceTests {
         return (process, client)
     }
 
-    static func start(_ login: String, _ vpn: VPNLab, in namespace: String, index: Int) async throws -> ExternalProcess {
+    static func start(
+        _ login: String, _ vpn: VPNLab, in namespace: String, index: Int, passwords: [String: String] = passwords
+    ) async throws -> ExternalProcess {
         try await vpn.startClient(
             in: namespace, serverAddress: "198.18.\(10 + index).1", device: "stun\(index)",
             arguments: ["--user", login, "--password-file", DatabaseReloadNamespaceTests.passwordFile(vpn, login, passwords[login] ?? "")])
