@@ -107,8 +107,8 @@ public final class TunnelServer: Sendable {
     /// Which connections are taken; its counts say how many are unauthenticated and how many are tunnels.
     public let admission: ConnectionAdmission
     let logger: Logger
-    /// Whether the last hand-over of usage to its store failed: said once, and again once one succeeds.
-    let usageFlushFailed = NIOLockedValueBox(false)
+    /// While handing usage to its store fails, when that was last said (once a minute); nil while it works.
+    let usageFlushFailed = NIOLockedValueBox<NIODeadline?>(nil)
 
     private init(
         channel: Channel, tunnels: TunnelRegistry, live: NIOLockedValueBox<Settings>, authorizer: ReloadableAuthorizer, access: ServerAccess,

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 extension TunnelServer {
     /// Hands the usage counted since the last flush to the store (every
@@ -11,13 +12,20 @@ extension TunnelServer {
         do {
             try await store.add(records)
             metrics?.countUsage(records)
-            if usageFlushFailed.withLockedValue({ failed in defer { failed = false }; return failed }) {
+            if usageFlushFailed.withLockedValue({ failed in defer { failed = nil }; return failed != nil }) {
                 logger.notice("usage is kept again", metadata: ["store": "\(live.withLockedValue { $0.usageStoreName })"])
             }
         } catch {
             tunnels.giveBackUsage(records)
-            if !usageFlushFailed.withLockedValue({ failed in defer { failed = true }; return failed }) {
-                logger.warning("usage could not be kept: \(error); what was counted stays in memory and is offered again every flush")
+            // One line a minute while it fails, as for the lease file.
+            let now = NIODeadline.now()
+            let due = usageFlushFailed.withLockedValue { last in
+                guard last.map({ now - $0 >= .minutes(1) }) ?? true else { return false }
+                last = now
+                return true
+            }
+            if due {
+                logger.warning("usage could not be kept: \(error); what was counted stays in memory and is offered again at each flush")
             }
         }
     }

@@ -159,16 +159,35 @@ struct LeaseFaultNamespaceTests {
         }
         let errorLine = "cannot save leases to \(leaseFile)"
 
+        // The usage file is written when the server hands its counts over; `usage` makes it do so now.
+        let usageFile = state.path + "/usage.json"
+        func usage() async throws -> Set<String> {
+            let run = try await ExternalProcess.run(BuiltPrograms.tunnelServer, ["usage", "--json", "--control", faults.directory + "/server.sock"], timeout: 30)
+            let report = try JSONDecoder().decode(LoginUsageReport.self, from: Data(run.output))
+            return Set(report.logins.map(\.login))
+        }
+        func loginsInUsageFile() throws -> Set<String> {
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: usageFile)))
+            return Set(((object as? [String: Any])?["logins"] as? [String: Any])?.keys.map { $0 } ?? [])
+        }
+        let usageError = "usage could not be kept: cannot save usage to \(usageFile)"
+
         _ = try await churn(0, 4)
         let good = try String(contentsOfFile: leaseFile, encoding: .utf8)
         #expect(try LeaseFaultLab.leases(in: leaseFile).count == 4)
+        #expect(try await usage() == Set((0..<4).map { "user\($0)" }))
+        let goodUsage = try String(contentsOfFile: usageFile, encoding: .utf8)
 
-        // Full: new logins are served from memory; the file stays as it was, whole.
+        // Full: new logins are served from memory; the files stay as they were, whole.
         let filler = state.fill()
         _ = try await churn(4, 4)
+        _ = try await usage()
         #expect(try String(contentsOfFile: leaseFile, encoding: .utf8) == good, "the last good file stays")
+        #expect(try String(contentsOfFile: usageFile, encoding: .utf8) == goodUsage, "the last good usage file stays")
         let lines = server.outputSoFar.split(separator: "\n").filter { $0.contains(errorLine) }
         #expect(lines.count == 1 && lines.first?.contains("No space left on device") == true, "one line naming the path and the error: \(lines)")
+        let usageLines = server.outputSoFar.split(separator: "\n").filter { $0.contains(usageError) }
+        #expect(usageLines.count == 1 && usageLines.first?.contains("No space left on device") == true, "\(usageLines)")
         #expect(server.isRunning)
 
         // Space returns: the next save works, says so, and holds everyone, the logins served from memory too.
@@ -176,6 +195,9 @@ struct LeaseFaultNamespaceTests {
         _ = try await churn(8, 2)
         #expect(server.outputSoFar.contains("leases saved again"), "\(server.outputSoFar)")
         #expect(Set(try LeaseFaultLab.leases(in: leaseFile).keys) == Set((0..<10).map { "login:user\($0)" }))
+        #expect(try await usage() == Set((0..<10).map { "user\($0)" }))
+        #expect(server.outputSoFar.contains("usage is kept again"), "\(server.outputSoFar)")
+        #expect(try loginsInUsageFile() == Set((0..<10).map { "user\($0)" }), "what waited in memory is in the file now")
         let saved = try String(contentsOfFile: leaseFile, encoding: .utf8)
 
         // Read-only: served from memory again, the file untouched, and no second line within the minute.
