@@ -6,8 +6,11 @@
 #            later", and how fast), and the seconds from the database's return to the
 #            first accepted login (target: under 5).
 #   memory   the server's RSS before, at a peak of TUNNELS tunnels (each with a TCP
-#            flow that echoed BYTES), and after they all closed: 5, 15, 30 and 60 s
-#            later (target: within 64 MiB of before, within 60 s).
+#            flow that echoed BYTES), and after the server's last tunnel closed: 5, 15,
+#            30 and 60 s later (target: within 64 MiB of before, within 60 s); how long
+#            the clients took to close them all; and one flow's throughput through the
+#            same server (iperf3 through tunnel-client forward) before the peak and
+#            after it and the trim (target: no loss).
 #   storm    STORM tunnels (each with a TCP flow, proven by an echo) held while the
 #            server is SIGKILLed and started again; they return with the client's
 #            jittered backoff: seconds from the kill to all back, tunnels back per
@@ -51,11 +54,13 @@ log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 PG_VERSION=$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -1)
 PG=/usr/lib/postgresql/$PG_VERSION/bin
 [ -n "$PG_VERSION" ] && [ -x "$PG/initdb" ] || { echo "needs Debian's postgresql: apt-get install postgresql" >&2; exit 2; }
+[[ "$MEASURE" != *" memory "* ]] || command -v iperf3 >/dev/null || { echo "the memory measure needs iperf3: apt-get install iperf3" >&2; exit 2; }
 if [ -z "$BIN" ]; then
     swift build -c release --product tunnel-server >&2
     BIN=$(swift build -c release --show-bin-path)
 fi
 SERVER="$BIN/tunnel-server"
+CLIENT="$BIN/tunnel-client"
 [ -x "$SERVER" ] || { echo "no tunnel-server in $BIN" >&2; exit 2; }
 
 WORK=$(mktemp -d)
@@ -66,6 +71,7 @@ SERVER_PID=""
 PEAK_PID=""
 CHURN_PID=""
 STORM_PID=""
+IPERF_PID=""
 stop_server() {
     if [ -n "$SERVER_PID" ]; then
         kill "$SERVER_PID" 2>/dev/null || true
@@ -77,6 +83,7 @@ cleanup() {
     [ -n "$PEAK_PID" ] && kill "$PEAK_PID" 2>/dev/null || true
     [ -n "$CHURN_PID" ] && kill "$CHURN_PID" 2>/dev/null || true
     [ -n "$STORM_PID" ] && kill "$STORM_PID" 2>/dev/null || true
+    [ -n "$IPERF_PID" ] && kill "$IPERF_PID" 2>/dev/null || true
     stop_server
     [ -d "$PGDIR/data" ] && runuser -u postgres -- "$PG/pg_ctl" -D "$PGDIR/data" -m immediate stop >/dev/null 2>&1 || true
     ip netns delete "$NS" 2>/dev/null || true
@@ -150,10 +157,32 @@ print("outage: %d logins during %s s, results %s (4: try again later); the first
     grep -E "database (outage|is still away)|answers again" "$WORK/outage.log" | head -5 >&2 || true
 fi
 
+# One flow's throughput through the running server: iperf3 through a `tunnel-client forward`
+# in the namespace, for THROUGHPUT_SECONDS; Gbit/s at the receiver.
+THROUGHPUT_SECONDS=${THROUGHPUT_SECONDS:-4}
+one_flow_gbits() {
+    local fp client rate
+    fp=$(grep -oE 'SHA-256 [0-9A-Fa-f:]+' "$WORK/memory.log" | head -1 | sed 's/^SHA-256 //')
+    # Not through in_ns, and away from stdout: $! must be the client itself, and this
+    # function's output (read by $(...)) must not wait on it.
+    ip netns exec "$NS" "$CLIENT" forward --server 127.0.0.1:4433 --pin-sha256 "$fp" -L 127.0.0.1:15201:127.0.0.1:5201 \
+        --control "$WORK/throughput.sock" >/dev/null 2>"$WORK/throughput-client.log" &
+    client=$!
+    for _ in $(seq 100); do grep -q "tunnel up" "$WORK/throughput-client.log" && break; sleep 0.1; done
+    rate=$(in_ns iperf3 -c 127.0.0.1 -p 15201 -t "$THROUGHPUT_SECONDS" -J 2>/dev/null \
+        | python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9))' 2>/dev/null || echo "?")
+    kill "$client" 2>/dev/null; wait "$client" 2>/dev/null || true
+    echo "$rate"
+}
+
 if [[ "$MEASURE" == *" memory "* ]]; then
     start_server memory --max-tunnels $(( TUNNELS + 100 ))
+    in_ns iperf3 -s -B 127.0.0.1 -p 5201 >/dev/null 2>&1 &
+    IPERF_PID=$!
     sleep 2
-    before=$(rss_mib)
+    rate_before=$(one_flow_gbits)
+    sleep 2
+    before=$(rss_mib)  # after that flow: its buffers are part of the baseline
     log "opening $TUNNELS tunnels, each echoing $BYTES bytes"
     exec 3> >(in_ns python3 "$HELPER" peak --port 4433 --tunnels "$TUNNELS" --bytes "$BYTES" >"$WORK/peak.out")
     PEAK_PID=$!
@@ -165,13 +194,22 @@ if [[ "$MEASURE" == *" memory "* ]]; then
     opened=$(cat "$WORK/peak.out")
     echo >&3
     exec 3>&-
+    # The clients close their tunnels one after another; the 60 s run from the server's last close.
+    asked=$(date +%s)
+    for _ in $(seq 600); do
+        "$SERVER" status --control "$WORK/server.sock" 2>/dev/null | grep -q "^open now: 0 tunnels" && break
+        sleep 0.5
+    done
     closed=$(date +%s)
     after=""
     for at in 5 15 30 60; do
         while [ $(( $(date +%s) - closed )) -lt "$at" ]; do sleep 0.5; done
         after="$after ${at}s=$(rss_mib)"
     done
-    echo "memory: RSS before $before MiB, at the peak ($opened) $peak MiB, after closing:$after MiB (target: within 64 MiB of before)"
+    rate_after=$(one_flow_gbits)
+    kill "$IPERF_PID" 2>/dev/null || true
+    echo "memory: RSS before $before MiB, at the peak ($opened) $peak MiB, the clients' closes took $(( closed - asked )) s, after the last close:$after MiB (target: within 64 MiB of before)"
+    echo "memory: one flow through the server before the peak $rate_before Gbit/s, after it and the trim $rate_after Gbit/s (iperf3 through tunnel-client forward, ${THROUGHPUT_SECONDS} s)"
     grep -E "freed memory given back" "$WORK/memory.log" | tail -3 >&2 || true
     stop_server
 fi
