@@ -17,6 +17,7 @@
 # Needs valgrind, cc, sshd and ssh; run as root (sshd). Takes a few minutes.
 #   sudo Benchmarks/flow-instructions.sh
 #   SHORT=100 LONG=600 SETUPS="ours relay" SKIP_BUILD=1 sudo -E Benchmarks/flow-instructions.sh
+#   PROFILES=/tmp/p SETUPS=ours ...   keep the LONG run's callgrind files (callgrind_annotate /tmp/p/callgrind.PID)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -39,6 +40,8 @@ WORK=$(mktemp -d /tmp/flow-instructions.XXXXXX)
 PIDS=()
 cleanup() {
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    # PROFILES=DIR keeps the last LONG run's callgrind files, for callgrind_annotate.
+    if [ -n "${PROFILES:-}" ]; then mkdir -p "$PROFILES" && cp "$WORK"/callgrind.* "$PROFILES"/ 2>/dev/null || true; fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -176,6 +179,7 @@ printf '%-8s %14s %14s %16s\n' setup "$SHORT flows" "$LONG flows" "per flow"
 for setup in $SETUPS; do
     [ "$setup" = ssh ] && continue
     a=$(run_"$setup" "$SHORT")
+    rm -f "$WORK"/callgrind.*
     b=$(run_"$setup" "$LONG")
     printf '%-8s %14d %14d %16d\n' "$setup" "$a" "$b" $(( (b - a) / (LONG - SHORT) ))
 done
