@@ -3,8 +3,9 @@ import NIOCore
 
 /// The logical connections of one tunnel: the identifier → flow table and the
 /// glue between three values that decide — each flow's `FlowState`, the
-/// tunnel's `TunnelSchedule` and its `SuspendAllowance` — and the sockets and
-/// the tunnel that carry their decisions out.
+/// tunnel's `TunnelSchedule` and its `TunnelBudgets` — and the sockets and
+/// the tunnel that carry their decisions out. What the budgets decide
+/// arrives as a `BudgetChange` and is carried out in `apply` only.
 ///
 /// Lives on the tunnel's event loop; every call comes from there. It performs
 /// no I/O of its own: it writes messages to a `TunnelOutput` and drives
@@ -170,11 +171,9 @@ public final class TunnelMultiplexer {
             counters.metrics?.flowClosed(.ip)
         }
         let slots = endpoints.values
-        if let server = budgets.server {
-            server.forget(ObjectIdentifier(self))
-            _ = server.charge(-budgets.chargedToServer)
-            budgets.chargedToServer = 0
-        }
+        budgets.server?.forget(ObjectIdentifier(self))
+        // Closed: nothing is left to read or to hold, so what changed is not carried out.
+        _ = budgets.tunnelClosed()
         flows.removeAll()
         endpoints.removeAll()
         schedule.removeAll()
@@ -201,18 +200,9 @@ public final class TunnelMultiplexer {
     }
 
     /// Counts what the tunnel holds and acts when a budget is crossed.
+    @inline(__always)
     func account(queued: Int, early: Int) {
-        chargeServer(queued + early)
-        if queued != 0, let crossing = budgets.queued.add(queued) {
-            // Crossing the budget changes what every flow may do (rare; within it nothing here runs).
-            if crossing == .paused {
-                peerNotice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(budgets.queued.level)"])
-            }
-            updateEveryFlowsReading()
-        }
-        if early != 0, budgets.earlyData.add(early) != nil {
-            updatePeerReading()
-        }
+        apply(budgets.account(queued: queued, early: early))
     }
 
     private func updateReading(_ identifier: TunnelConnectionIdentifier, wanted: Bool) {
@@ -230,50 +220,45 @@ public final class TunnelMultiplexer {
         }
     }
 
-    /// What the suspend allowance holds changed: charge the difference to the
-    /// server, and read the peer or not as the allowance now says.
-    func suspendAllowanceChanged() {
-        let held = budgets.suspendAllowance.total
-        chargeServer(held - budgets.suspendBytesCharged)
-        budgets.suspendBytesCharged = held
-        updatePeerReading()
+    /// Carries out what a change to the budgets says: the one place where
+    /// flows' and the peer's reading follow them. Crossing a budget is rare;
+    /// within them nothing here runs.
+    @inline(__always)
+    func apply(_ change: BudgetChange) {
+        guard change != .noChange else { return }
+        applyChanged(change)
     }
 
-    private func chargeServer(_ bytes: Int) {
-        guard bytes != 0, let serverBudget = budgets.server else { return }
-        budgets.chargedToServer += bytes
-        let within = serverBudget.charge(bytes)
-        // Only the budget says when to go on (at its low mark), so that every paused tunnel hears it.
-        guard !within, budgets.withinServer else { return }
-        budgets.withinServer = false
-        peerNotice("server buffer budget reached: pausing this tunnel", metadata: ["server-bytes": "\(serverBudget.heldBytes)"])
-        updateEveryFlowsReading()
-        updatePeerReading()
-        let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        serverBudget.wait(ObjectIdentifier(self), on: eventLoop) {
-            bound.value.serverBudgetResumed()
+    @inline(never)
+    private func applyChanged(_ change: BudgetChange) {
+        if change.reachedServerBudget, let serverBudget = budgets.server {
+            peerNotice("server buffer budget reached: pausing this tunnel", metadata: ["server-bytes": "\(serverBudget.heldBytes)"])
+        }
+        if change.reachedTunnelBudget {
+            peerNotice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(budgets.queued.level)"])
+        }
+        if case .changed = change.readFlows {
+            updateEveryFlowsReading()
+        }
+        if case .changed(let reading) = change.readPeer {
+            if !reading, !budgets.suspendAllowance.mayReadPeer {
+                peerNotice(
+                    "the peer keeps sending after suspend: not reading it until its flows drain",
+                    metadata: ["bytes": "\(budgets.suspendAllowance.total)"])
+            }
+            output.peerReadingChanged(reading)
+        }
+        if change.reachedServerBudget, let serverBudget = budgets.server {
+            let bound = NIOLoopBound(self, eventLoop: eventLoop)
+            serverBudget.wait(ObjectIdentifier(self), on: eventLoop) {
+                bound.value.serverBudgetResumed()
+            }
         }
     }
 
     private func serverBudgetResumed() {
-        guard !isClosed, !budgets.withinServer else { return }
-        budgets.withinServer = true
-        updateEveryFlowsReading()
-        updatePeerReading()
-    }
-
-    /// A server reads its peer while what the peer makes it hold stays within budget.
-    func updatePeerReading() {
-        guard case .server = role else { return }
-        let wanted = !budgets.earlyData.isPaused && budgets.withinServer && schedule.controlCount < limits.controlBacklogLimit
-            && budgets.suspendAllowance.mayReadPeer && traffic.holds.reading == nil
-        guard wanted != budgets.wantsPeerReads else { return }
-        budgets.wantsPeerReads = wanted
-        if !budgets.suspendAllowance.mayReadPeer {
-            peerNotice(
-                "the peer keeps sending after suspend: not reading it until its flows drain", metadata: ["bytes": "\(budgets.suspendAllowance.total)"])
-        }
-        output.peerReadingChanged(wanted)
+        guard !isClosed else { return }
+        apply(budgets.serverResumed())
     }
 
     /// Logs at notice what the peer caused, rate-limited.
@@ -291,7 +276,7 @@ public final class TunnelMultiplexer {
     func sendControl(_ message: TunnelMessage) {
         guard !isClosed else { return }
         schedule.enqueueControl(message)
-        updatePeerReading()
+        apply(budgets.controlBacklog(schedule.controlCount))
         scheduleDrain()
     }
 
@@ -322,7 +307,7 @@ public final class TunnelMultiplexer {
         if wrote {
             output.flush()
         }
-        updatePeerReading()
+        apply(budgets.controlBacklog(schedule.controlCount))
     }
 
     /// The least a chunk cut to the tunnel's room carries.
@@ -392,17 +377,15 @@ public final class TunnelMultiplexer {
         }
         if let end = slot?.end {
             let socket = end.object
-            budgets.suspendAllowance.flowForgotten(identifier, closingSocket: socket)
+            apply(budgets.flowForgotten(identifier, closingSocket: socket))
             end.close(aborting: aborting) { [weak self] in
                 // After `tunnelClosed` everything charged has been given back already.
                 guard let self, !self.isClosed else { return }
-                self.budgets.suspendAllowance.socketClosed(socket)
-                self.suspendAllowanceChanged()
+                self.apply(self.budgets.socketClosed(socket))
             }
         } else {
-            budgets.suspendAllowance.flowForgotten(identifier, closingSocket: nil)
+            apply(budgets.flowForgotten(identifier, closingSocket: nil))
         }
-        suspendAllowanceChanged()
         logger.debug("flow closed", metadata: ["flow": "\(identifier)"])
     }
 
