@@ -16,8 +16,11 @@ struct TunnelBudgets {
     /// Early data held for flows still connecting (`Limits.tunnelEarlyDataBudget`).
     private(set) var earlyData: WatermarkedLevel
     private(set) var suspendAllowance: SuspendAllowance
-    /// The server's budget over all tunnels; nil on a client.
-    let server: ServerBufferBudget?
+    /// Whether a server's budget over all tunnels counts what this tunnel
+    /// holds (never on a client). The multiplexer charges it
+    /// (`BudgetChange.serverCharge`): it is shared, and waking its waiters
+    /// runs other code, which has no place inside a mutation of this value.
+    let chargesServer: Bool
     /// What this tunnel has charged to the server's budget, and of that what is data past `suspend`.
     private(set) var chargedToServer = 0
     private(set) var suspendBytesCharged = 0
@@ -32,139 +35,153 @@ struct TunnelBudgets {
     /// Only a server ever holds its peer (a client's overrun aborts the flow instead).
     let holdsPeer: Bool
 
-    init(limits: TunnelMultiplexer.Limits, server: ServerBufferBudget?, overrun: SuspendAllowance.Overrun) {
+    init(limits: TunnelMultiplexer.Limits, chargesServer: Bool, overrun: SuspendAllowance.Overrun) {
         self.queued = WatermarkedLevel(Watermark(high: limits.tunnelBufferBudget))
         self.earlyData = WatermarkedLevel(Watermark(high: limits.tunnelEarlyDataBudget))
         self.suspendAllowance = SuspendAllowance(perFlow: limits.suspendAllowance, perTunnel: limits.tunnelSuspendAllowance, overrun: overrun)
-        self.server = server
+        self.chargesServer = chargesServer
         self.controlBacklogLimit = limits.controlBacklogLimit
         self.holdsPeer = overrun == .holdPeer
     }
 
-    /// Whether flows may read their sockets at all.
-    var mayReadLocally: Bool { !queued.isPaused && withinServer }
-
-    /// Whether the peer is read now (the channel handler holds its reads otherwise).
-    var wantsPeerReads: Bool {
-        !holdsPeer
-            || (!earlyData.isPaused && withinServer && !controlBacklogFull && suspendAllowance.mayReadPeer && !trafficHoldsReading)
-    }
+    /// Whether flows may read their sockets at all: output "read the flows".
+    private(set) var mayReadLocally = true
+    /// Whether the peer is read now (the channel handler holds its reads
+    /// otherwise): output "read the peer".
+    private(set) var wantsPeerReads = true
 
     // MARK: Mutations, each answering what it changed
 
     /// Flows' queues and early data grew (or, negative, shrank) by these bytes.
+    /// On every message: within the budgets it only adds.
     @inline(__always)
     mutating func account(queued queuedBytes: Int, early earlyBytes: Int) -> BudgetChange {
-        // After most events of a flow nothing it holds changed.
-        guard queuedBytes != 0 || earlyBytes != 0 else { return .noChange }
-        return observing { budgets, change in
-            budgets.chargeServer(queuedBytes + earlyBytes, &change)
-            if queuedBytes != 0, budgets.queued.add(queuedBytes) == .paused {
-                change.reachedTunnelBudget = true
-            }
-            if earlyBytes != 0 {
-                _ = budgets.earlyData.add(earlyBytes)
-            }
+        var change = BudgetChange.noChange
+        chargeServer(queuedBytes + earlyBytes, &change)
+        var crossed = false
+        if queuedBytes != 0, let crossing = queued.add(queuedBytes) {
+            change.reachedTunnelBudget = crossing == .paused
+            crossed = true
         }
+        if earlyBytes != 0, earlyData.add(earlyBytes) != nil {
+            crossed = true
+        }
+        if crossed {
+            settle(&change)
+        }
+        return change
     }
 
-    /// We asked the peer to `suspend` the flow.
+    /// We asked the peer to `suspend` the flow: nothing is charged until data arrives.
     mutating func suspendSent(_ identifier: TunnelConnectionIdentifier) -> BudgetChange {
-        observing { budgets, _ in
-            // Folded into the before/after comparison here, as every allowance change below.
-            _ = budgets.suspendAllowance.suspendSent(identifier)
-        }
+        suspendAllowanceChanged(suspendAllowance.suspendSent(identifier))
     }
 
     /// Data delivered to a flow's socket: charged if the flow is suspended.
+    @inline(__always)
     mutating func chargeDelivered(_ identifier: TunnelConnectionIdentifier, bytes: Int) -> (verdict: SuspendAllowance.Verdict, change: BudgetChange) {
-        var verdict = SuspendAllowance.Verdict.within
-        let change = observing { budgets, change in
-            verdict = budgets.suspendAllowance.charge(identifier, bytes: bytes).verdict
-            budgets.chargeSuspendAllowance(&change)
-        }
-        return (verdict, change)
+        let (verdict, readPeer) = suspendAllowance.charge(identifier, bytes: bytes)
+        return (verdict, suspendAllowanceChanged(readPeer))
     }
 
     /// The flow's socket drained below its low mark, or closed.
     mutating func suspendDrained(_ identifier: TunnelConnectionIdentifier) -> BudgetChange {
-        observing { budgets, change in
-            _ = budgets.suspendAllowance.drained(identifier)
-            budgets.chargeSuspendAllowance(&change)
-        }
+        suspendAllowanceChanged(suspendAllowance.drained(identifier))
     }
 
     /// The flow is forgotten; `closingSocket`, when its socket is still open.
     mutating func flowForgotten(_ identifier: TunnelConnectionIdentifier, closingSocket: ObjectIdentifier?) -> BudgetChange {
-        observing { budgets, change in
-            _ = budgets.suspendAllowance.flowForgotten(identifier, closingSocket: closingSocket)
-            budgets.chargeSuspendAllowance(&change)
-        }
+        suspendAllowanceChanged(suspendAllowance.flowForgotten(identifier, closingSocket: closingSocket))
     }
 
     /// A forgotten flow's socket finished closing.
     mutating func socketClosed(_ socket: ObjectIdentifier) -> BudgetChange {
-        observing { budgets, change in
-            _ = budgets.suspendAllowance.socketClosed(socket)
-            budgets.chargeSuspendAllowance(&change)
-        }
+        suspendAllowanceChanged(suspendAllowance.socketClosed(socket))
+    }
+
+    /// What this tunnel was charged took the server past its budget. The
+    /// first time, `reachedServerBudget` asks the multiplexer to wait for it.
+    mutating func serverOverBudget() -> BudgetChange {
+        guard withinServer else { return .noChange }
+        withinServer = false
+        var change = settled()
+        change.reachedServerBudget = true
+        return change
     }
 
     /// The server's budget fell to its low mark after this tunnel waited for it.
     mutating func serverResumed() -> BudgetChange {
-        observing { budgets, _ in budgets.withinServer = true }
+        guard !withinServer else { return .noChange }
+        withinServer = true
+        return settled()
     }
 
-    /// This many control messages wait to be written.
+    /// This many control messages wait to be written. On every drain: most often nothing moves.
+    @inline(__always)
     mutating func controlBacklog(_ count: Int) -> BudgetChange {
         let full = count >= controlBacklogLimit
-        // Called at every drain: skip the comparison when nothing moved.
         guard full != controlBacklogFull else { return .noChange }
-        return observing { budgets, _ in budgets.controlBacklogFull = full }
+        controlBacklogFull = full
+        return settled()
     }
 
     /// The traffic meter's hold on reading the peer began or ended.
     mutating func trafficHold(reading held: Bool) -> BudgetChange {
-        observing { budgets, _ in budgets.trafficHoldsReading = held }
+        guard held != trafficHoldsReading else { return .noChange }
+        trafficHoldsReading = held
+        return settled()
     }
 
     /// The tunnel is gone: what it charged to the server goes back.
     mutating func tunnelClosed() -> BudgetChange {
-        observing { budgets, _ in
-            guard let server = budgets.server else { return }
-            _ = server.charge(-budgets.chargedToServer)
-            budgets.chargedToServer = 0
-        }
+        var change = BudgetChange.noChange
+        change.serverCharge = -chargedToServer
+        chargedToServer = 0
+        return change
     }
 
     // MARK: Internals
 
-    /// Runs `mutation`, then records in its change how the two outputs moved.
+    /// What the suspend allowance holds moved: charge the difference to the
+    /// server, and bring the outputs in line if the allowance flipped one.
     @inline(__always)
-    private mutating func observing(_ mutation: (inout TunnelBudgets, inout BudgetChange) -> Void) -> BudgetChange {
-        let (readFlows, readPeer) = (mayReadLocally, wantsPeerReads)
+    private mutating func suspendAllowanceChanged(_ readPeer: OutputChange) -> BudgetChange {
+        // Most flows are never suspended: nothing moved, nothing to compare.
+        let held = suspendAllowance.total
+        guard held != suspendBytesCharged || readPeer != .noChange else { return .noChange }
         var change = BudgetChange.noChange
-        mutation(&self, &change)
-        change.readFlows = OutputChange(from: readFlows, to: mayReadLocally)
-        change.readPeer = OutputChange(from: readPeer, to: wantsPeerReads)
+        chargeServer(held - suspendBytesCharged, &change)
+        suspendBytesCharged = held
+        if readPeer != .noChange {
+            settle(&change)
+        }
         return change
     }
 
-    /// Charges to the server what the suspend allowance holds beyond what it was charged.
-    private mutating func chargeSuspendAllowance(_ change: inout BudgetChange) {
-        let held = suspendAllowance.total
-        chargeServer(held - suspendBytesCharged, &change)
-        suspendBytesCharged = held
+    /// Asks the multiplexer to charge the server's budget with these bytes.
+    @inline(__always)
+    private mutating func chargeServer(_ bytes: Int, _ change: inout BudgetChange) {
+        guard bytes != 0, chargesServer else { return }
+        chargedToServer += bytes
+        change.serverCharge += bytes
     }
 
-    private mutating func chargeServer(_ bytes: Int, _ change: inout BudgetChange) {
-        guard bytes != 0, let server else { return }
-        chargedToServer += bytes
-        let within = server.charge(bytes)
-        // Only the budget says when to go on (at its low mark, `serverResumed`), so that every paused tunnel hears it.
-        guard !within, withinServer else { return }
-        withinServer = false
-        change.reachedServerBudget = true
+    private mutating func settled() -> BudgetChange {
+        var change = BudgetChange.noChange
+        settle(&change)
+        return change
+    }
+
+    /// An input crossed a mark: the two outputs follow, and `change` says which flipped.
+    @inline(never)
+    private mutating func settle(_ change: inout BudgetChange) {
+        let flows = !queued.isPaused && withinServer
+        change.readFlows = OutputChange(from: mayReadLocally, to: flows)
+        mayReadLocally = flows
+        let peer = !holdsPeer
+            || (!earlyData.isPaused && withinServer && !controlBacklogFull && suspendAllowance.mayReadPeer && !trafficHoldsReading)
+        change.readPeer = OutputChange(from: wantsPeerReads, to: peer)
+        wantsPeerReads = peer
     }
 }
 

@@ -89,6 +89,8 @@ public final class TunnelMultiplexer {
     var endpoints: [TunnelConnectionIdentifier: EndpointSlot] = [:]
     var schedule = TunnelSchedule()
     var budgets: TunnelBudgets
+    /// The server's budget over all its tunnels, charged as `budgets` asks; nil on a client.
+    let serverBudget: ServerBufferBudget?
     var counters: TunnelCounters
     var udp = UDPFlowCount()
     var pending = PendingWork()
@@ -121,7 +123,8 @@ public final class TunnelMultiplexer {
         self.counters = TunnelCounters(metrics: metrics)
         let overrun: SuspendAllowance.Overrun
         if case .server = role { overrun = .holdPeer } else { overrun = .abortFlow }
-        self.budgets = TunnelBudgets(limits: limits, server: serverBudget, overrun: overrun)
+        self.budgets = TunnelBudgets(limits: limits, chargesServer: serverBudget != nil, overrun: overrun)
+        self.serverBudget = serverBudget
     }
 
     /// Whether any flow is open or opening: such a tunnel is never idle.
@@ -171,9 +174,9 @@ public final class TunnelMultiplexer {
             counters.metrics?.flowClosed(.ip)
         }
         let slots = endpoints.values
-        budgets.server?.forget(ObjectIdentifier(self))
-        // Closed: nothing is left to read or to hold, so what changed is not carried out.
-        _ = budgets.tunnelClosed()
+        serverBudget?.forget(ObjectIdentifier(self))
+        // What it charged the server goes back; closed, it waits for nothing.
+        apply(budgets.tunnelClosed())
         flows.removeAll()
         endpoints.removeAll()
         schedule.removeAll()
@@ -200,7 +203,6 @@ public final class TunnelMultiplexer {
     }
 
     /// Counts what the tunnel holds and acts when a budget is crossed.
-    @inline(__always)
     func account(queued: Int, early: Int) {
         apply(budgets.account(queued: queued, early: early))
     }
@@ -231,7 +233,12 @@ public final class TunnelMultiplexer {
 
     @inline(never)
     private func applyChanged(_ change: BudgetChange) {
-        if change.reachedServerBudget, let serverBudget = budgets.server {
+        var change = change
+        // Only the server's budget says when to go on (at its low mark), so that every paused tunnel hears it.
+        if change.serverCharge != 0, let serverBudget, !serverBudget.charge(change.serverCharge), !isClosed {
+            change = change.then(budgets.serverOverBudget())
+        }
+        if change.reachedServerBudget, let serverBudget {
             peerNotice("server buffer budget reached: pausing this tunnel", metadata: ["server-bytes": "\(serverBudget.heldBytes)"])
         }
         if change.reachedTunnelBudget {
@@ -248,7 +255,7 @@ public final class TunnelMultiplexer {
             }
             output.peerReadingChanged(reading)
         }
-        if change.reachedServerBudget, let serverBudget = budgets.server {
+        if change.reachedServerBudget, let serverBudget {
             let bound = NIOLoopBound(self, eventLoop: eventLoop)
             serverBudget.wait(ObjectIdentifier(self), on: eventLoop) {
                 bound.value.serverBudgetResumed()
@@ -295,10 +302,12 @@ public final class TunnelMultiplexer {
         pending.drainScheduled = false
         guard !isClosed else { return }
         var wrote = false
+        var wroteControl = false
         while output.isWritable {
             if let message = schedule.popControl() {
                 output.write(message)
                 wrote = true
+                wroteControl = true
                 continue
             }
             guard traffic.holds.sending == nil, let identifier = schedule.nextFlow() else { break }
@@ -307,7 +316,11 @@ public final class TunnelMultiplexer {
         if wrote {
             output.flush()
         }
-        apply(budgets.controlBacklog(schedule.controlCount))
+        // Only a written control message shortens their backlog (`sendControl` counts the rest);
+        // most drains write only data, and skip the budgets.
+        if wroteControl {
+            apply(budgets.controlBacklog(schedule.controlCount))
+        }
     }
 
     /// The least a chunk cut to the tunnel's room carries.

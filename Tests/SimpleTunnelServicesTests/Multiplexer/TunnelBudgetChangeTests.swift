@@ -15,8 +15,15 @@ struct TunnelBudgetChangeTests {
         return limits
     }
 
-    static func server(_ serverBudget: ServerBufferBudget? = nil) -> TunnelBudgets {
-        TunnelBudgets(limits: limits(), server: serverBudget, overrun: .holdPeer)
+    /// A server's budgets; charging the server's budget shows in every change, so only where asked.
+    static func server(chargesServer: Bool = false) -> TunnelBudgets {
+        TunnelBudgets(limits: limits(), chargesServer: chargesServer, overrun: .holdPeer)
+    }
+
+    static func charge(_ bytes: Int) -> BudgetChange {
+        var change = BudgetChange()
+        change.serverCharge = bytes
+        return change
     }
 
     static func change(peer: Bool? = nil, flows: Bool? = nil) -> BudgetChange {
@@ -47,7 +54,7 @@ struct TunnelBudgetChangeTests {
         #expect(server.account(queued: 0, early: -400) == .noChange)
         #expect(server.account(queued: 0, early: -100) == Self.change(peer: true))
 
-        var client = TunnelBudgets(limits: Self.limits(), server: nil, overrun: .abortFlow)
+        var client = TunnelBudgets(limits: Self.limits(), chargesServer: false, overrun: .abortFlow)
         #expect(client.account(queued: 0, early: 5000) == .noChange)
         #expect(client.controlBacklog(10) == .noChange)
         #expect(client.trafficHold(reading: true) == .noChange)
@@ -55,15 +62,14 @@ struct TunnelBudgetChangeTests {
     }
 
     @Test func theServersBudgetStopsBothUntilItSaysToGoOn() {
-        let serverBudget = ServerBufferBudget(limit: 1000)
-        var budgets = Self.server(serverBudget)
-        #expect(budgets.account(queued: 500, early: 400) == .noChange)
+        var budgets = Self.server(chargesServer: true)
+        #expect(budgets.account(queued: 500, early: 400) == Self.charge(900))
         var reached = Self.change(peer: false, flows: false)
         reached.reachedServerBudget = true
-        #expect(budgets.account(queued: 0, early: 100) == reached)
-        #expect(budgets.account(queued: 10, early: 0) == .noChange, "held already: no second wait")
-        #expect(budgets.account(queued: -1010, early: 0) == .noChange, "only the server's budget says when to go on")
-        #expect(serverBudget.heldBytes == 0)
+        #expect(budgets.serverOverBudget() == reached)
+        #expect(budgets.serverOverBudget() == .noChange, "out already: no second wait")
+        #expect(budgets.account(queued: -500, early: -400) == Self.charge(-900), "only the server's budget says when to go on")
+        #expect(budgets.chargedToServer == 0)
         #expect(budgets.serverResumed() == Self.change(peer: true, flows: true))
         #expect(budgets.serverResumed() == .noChange)
     }
@@ -80,20 +86,23 @@ struct TunnelBudgetChangeTests {
     }
 
     @Test func aForgottenFlowHoldsThePeerUntilItsSocketCloses() {
-        let serverBudget = ServerBufferBudget(limit: 1 << 20)
-        var budgets = Self.server(serverBudget)
+        var budgets = Self.server(chargesServer: true)
         let socket = ObjectIdentifier(Sentinel())
-        _ = budgets.suspendSent(1)
-        _ = budgets.chargeDelivered(1, bytes: 1001)
-        #expect(serverBudget.heldBytes == 1001, "data past suspend is charged to the server too")
+        #expect(budgets.suspendSent(1) == .noChange)
+        var held = Self.change(peer: false)
+        held.serverCharge = 1001
+        #expect(budgets.chargeDelivered(1, bytes: 1001) == delivered(.holdPeer, held), "data past suspend is charged to the server too")
         #expect(budgets.flowForgotten(1, closingSocket: socket) == .noChange, "its socket still holds 1001 bytes, past the tunnel's 1000")
-        #expect(budgets.socketClosed(socket) == Self.change(peer: true))
-        #expect(serverBudget.heldBytes == 0)
+        var released = Self.change(peer: true)
+        released.serverCharge = -1001
+        #expect(budgets.socketClosed(socket) == released)
         #expect(budgets.socketClosed(socket) == .noChange)
 
         _ = budgets.suspendSent(2)
-        _ = budgets.chargeDelivered(2, bytes: 150)
-        #expect(budgets.flowForgotten(2, closingSocket: nil) == Self.change(peer: true))
+        held.serverCharge = 150
+        #expect(budgets.chargeDelivered(2, bytes: 150) == delivered(.holdPeer, held), "past the flow's 100")
+        released.serverCharge = -150
+        #expect(budgets.flowForgotten(2, closingSocket: nil) == released)
         #expect(budgets.flowForgotten(2, closingSocket: nil) == .noChange)
     }
 
@@ -111,12 +120,9 @@ struct TunnelBudgetChangeTests {
     }
 
     @Test func closingGivesBackWhatTheTunnelChargedTheServer() {
-        let serverBudget = ServerBufferBudget(limit: 1 << 20)
-        var budgets = Self.server(serverBudget)
+        var budgets = Self.server(chargesServer: true)
         _ = budgets.account(queued: 300, early: 200)
-        #expect(serverBudget.heldBytes == 500)
-        #expect(budgets.tunnelClosed() == .noChange)
-        #expect(serverBudget.heldBytes == 0)
+        #expect(budgets.tunnelClosed() == Self.charge(-500))
         #expect(budgets.chargedToServer == 0)
     }
 
@@ -125,6 +131,19 @@ struct TunnelBudgetChangeTests {
         #expect(OutputChange(from: false, to: false) == .noChange)
         #expect(OutputChange(from: true, to: false) == .changed(newValue: false))
         #expect(OutputChange(from: false, to: true) == .changed(newValue: true))
+    }
+
+    @Test func changesInARowAddUp() {
+        let pause = Self.change(peer: false, flows: false)
+        #expect(pause.then(Self.change(peer: true)) == Self.change(flows: false), "a flip undone is no change")
+        #expect(BudgetChange.noChange.then(pause) == pause)
+        #expect(pause.then(.noChange) == pause)
+        var reached = Self.charge(10)
+        reached.reachedServerBudget = true
+        var both = pause
+        both.reachedServerBudget = true
+        both.serverCharge = 15
+        #expect(pause.then(Self.charge(5)).then(reached) == both)
     }
 }
 
