@@ -203,7 +203,10 @@ public final class TunnelMultiplexer {
     }
 
     /// Counts what the tunnel holds and acts when a budget is crossed.
+    @inline(__always)
     func account(queued: Int, early: Int) {
+        // After most events of a flow nothing it holds changed: the budgets are not even touched.
+        guard queued != 0 || early != 0 else { return }
         apply(budgets.account(queued: queued, early: early))
     }
 
