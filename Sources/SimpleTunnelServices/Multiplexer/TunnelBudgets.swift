@@ -7,9 +7,9 @@ import NIOCore
 /// still connecting, data past `suspend`, unanswered control messages, the
 /// server's budget, nor during a traffic hold).
 ///
-/// Every mutation returns what it changed in those two outputs
-/// (`BudgetChange`); the multiplexer applies that in one place and writes
-/// none of the fields itself.
+/// Every mutation returns what it changed in those two outputs, and what to
+/// charge the server's shared budget (`BudgetChange`); the multiplexer
+/// applies that in one place and writes none of the fields itself.
 struct TunnelBudgets {
     /// Bytes in flows' queues (`Limits.tunnelBufferBudget`).
     private(set) var queued: WatermarkedLevel
