@@ -12,6 +12,8 @@
 ///
 /// Bytes charged to a flow that is forgotten stay charged until its socket
 /// is really closed: they still sit in that socket's buffer.
+///
+/// Every mutation returns what it changed in `mayReadPeer`, its one output.
 struct SuspendAllowance {
     /// What going past the allowance leads to.
     enum Overrun: Equatable {
@@ -50,52 +52,63 @@ struct SuspendAllowance {
     /// Whether the peer may be read, as far as data past `suspend` goes.
     var mayReadPeer: Bool { flowsOver == 0 && total <= perTunnel }
 
-    mutating func suspendSent(_ identifier: TunnelConnectionIdentifier) {
+    /// Always `.noChange`: nothing is charged until data arrives.
+    mutating func suspendSent(_ identifier: TunnelConnectionIdentifier) -> OutputChange {
         if suspended[identifier] == nil { suspended[identifier] = 0 }
+        return .noChange
     }
 
     /// The flow's socket drained below its low mark, or closed: what was
     /// received past `suspend` is gone from our buffers.
-    mutating func drained(_ identifier: TunnelConnectionIdentifier) {
-        guard let bytes = suspended.removeValue(forKey: identifier) else { return }
+    mutating func drained(_ identifier: TunnelConnectionIdentifier) -> OutputChange {
+        guard let bytes = suspended.removeValue(forKey: identifier) else { return .noChange }
+        let before = mayReadPeer
         release(bytes)
+        return OutputChange(from: before, to: mayReadPeer)
     }
 
     /// Data delivered to a flow's socket.
-    mutating func charge(_ identifier: TunnelConnectionIdentifier, bytes: Int) -> Verdict {
+    mutating func charge(_ identifier: TunnelConnectionIdentifier, bytes: Int) -> (verdict: Verdict, readPeer: OutputChange) {
         // Most flows are never suspended: one empty check, no hashing.
-        guard !suspended.isEmpty, let index = suspended.index(forKey: identifier) else { return .within }
+        guard !suspended.isEmpty, let index = suspended.index(forKey: identifier) else { return (.within, .noChange) }
+        let wasReading = mayReadPeer
         let before = suspended.values[index]
         suspended.values[index] += bytes
         total += bytes
         if before <= perFlow, suspended.values[index] > perFlow { flowsOver += 1 }
-        guard !mayReadPeer else { return .within }
+        guard !mayReadPeer else { return (.within, .noChange) }
+        let change = OutputChange(from: wasReading, to: false)
         switch overrun {
         case .holdPeer:
-            return .holdPeer
+            return (.holdPeer, change)
         case .abortFlow:
             let reason = suspended.values[index] > perFlow
                 ? "the peer kept sending after suspend (\(suspended.values[index]) bytes for this flow)"
                 : "the peer kept sending after suspend (\(total) bytes over the tunnel's flows)"
-            return .abortFlow(reason: reason)
+            return (.abortFlow(reason: reason), change)
         }
     }
 
     /// The flow is forgotten; `closingSocket`, when its socket is still open:
     /// its bytes stay charged until `socketClosed` with the same token.
-    mutating func flowForgotten(_ identifier: TunnelConnectionIdentifier, closingSocket: ObjectIdentifier?) {
-        guard let bytes = suspended.removeValue(forKey: identifier) else { return }
+    mutating func flowForgotten(_ identifier: TunnelConnectionIdentifier, closingSocket: ObjectIdentifier?) -> OutputChange {
+        guard let bytes = suspended.removeValue(forKey: identifier) else { return .noChange }
+        let before = mayReadPeer
         if bytes > perFlow { flowsOver -= 1 }
         if let closingSocket, bytes > 0 {
             closing[closingSocket, default: 0] += bytes
         } else {
             total -= bytes
         }
+        return OutputChange(from: before, to: mayReadPeer)
     }
 
     /// A forgotten flow's socket finished closing.
-    mutating func socketClosed(_ socket: ObjectIdentifier) {
-        total -= closing.removeValue(forKey: socket) ?? 0
+    mutating func socketClosed(_ socket: ObjectIdentifier) -> OutputChange {
+        guard let bytes = closing.removeValue(forKey: socket) else { return .noChange }
+        let before = mayReadPeer
+        total -= bytes
+        return OutputChange(from: before, to: mayReadPeer)
     }
 
     private mutating func release(_ bytes: Int) {

@@ -25,6 +25,8 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     private var receivedAny = false
     private var onActive: ((TunnelMultiplexer) -> Void)?
     private var closeReason: String?
+    /// Whether the multiplexer wants the peer read, as it last said (`peerReadingChanged`).
+    private var readsPeer = true
     /// A read NIO asked for while the multiplexer held the peer back.
     private var readHeld = false
     /// The link's rate and the sizes that follow, from the tunnel socket's
@@ -310,7 +312,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     /// The peer is read only while what it makes the multiplexer hold stays
     /// within budget (early data, replies it does not read).
     public func read(context: ChannelHandlerContext) {
-        if multiplexer?.budgets.wantsPeerReads ?? true {
+        if readsPeer {
             context.read()
         } else {
             readHeld = true
@@ -318,6 +320,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     }
 
     public func peerReadingChanged(_ reading: Bool) {
+        readsPeer = reading
         guard reading, readHeld, let context else { return }
         readHeld = false
         context.read()

@@ -37,14 +37,15 @@ extension TunnelMultiplexer {
             // A drop is harmless; callers that count drops read the returned action.
             break
         case .writeLocal(let payload, let destination):
-            switch budgets.suspendAllowance.charge(identifier, bytes: payload.readableBytes) {
+            let (verdict, change) = budgets.chargeDelivered(identifier, bytes: payload.readableBytes)
+            switch verdict {
             case .within, .holdPeer:
-                // Past the allowance a server still keeps what it read (and reads no more: `suspendAllowanceChanged`).
+                // Past the allowance a server still keeps what it read (and reads no more: `change` says so).
                 endpoints[identifier]?.end.data?.write(payload, to: destination)
                 markForFlush(identifier)
-                suspendAllowanceChanged()
+                apply(change)
             case .abortFlow(let reason):
-                suspendAllowanceChanged()
+                apply(change)
                 abort(identifier, reason: reason)
             }
         case .send(let item):
@@ -56,7 +57,7 @@ extension TunnelMultiplexer {
                 output.write(.close(identifier: identifier, direction: direction))
             }
         case .suspendPeer:
-            budgets.suspendAllowance.suspendSent(identifier)
+            apply(budgets.suspendSent(identifier))
             sendControl(.suspend(identifier: identifier))
         case .resumePeer:
             sendControl(.resume(identifier: identifier))

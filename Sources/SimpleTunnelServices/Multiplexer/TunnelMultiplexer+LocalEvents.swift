@@ -30,8 +30,7 @@ extension TunnelMultiplexer: FlowEventSink {
         if isWritable {
             // Drained below its low mark, whether or not a `resume` follows
             // (none after the peer ended its stream): the peer may be read again.
-            budgets.suspendAllowance.drained(identifier)
-            suspendAllowanceChanged()
+            apply(budgets.suspendDrained(identifier))
         }
         transition(identifier) { $0.localWritabilityChanged(isWritable) }
     }
@@ -42,8 +41,7 @@ extension TunnelMultiplexer: FlowEventSink {
         logger.trace("local socket closed", metadata: ["flow": "\(identifier)"])
         // The socket is gone: nothing more will be written to or read from it.
         endpoints.removeValue(forKey: identifier)
-        budgets.suspendAllowance.drained(identifier)
-        suspendAllowanceChanged()
+        apply(budgets.suspendDrained(identifier))
         // Before the server answered, the open fails: its answer will find no flow.
         transition(identifier) { $0.localClosed() }
     }

@@ -20,9 +20,9 @@ extension TunnelMultiplexer {
         traffic.holds.reading = eventLoop.assumeIsolated().scheduleTask(in: wait) { [weak self] in
             guard let self, !self.isClosed else { return }
             self.traffic.holds.reading = nil
-            self.updatePeerReading()
+            self.apply(self.budgets.trafficHold(reading: false))
         }
-        updatePeerReading()
+        apply(budgets.trafficHold(reading: true))
     }
 }
 

@@ -3,8 +3,9 @@ import NIOCore
 
 /// The logical connections of one tunnel: the identifier → flow table and the
 /// glue between three values that decide — each flow's `FlowState`, the
-/// tunnel's `TunnelSchedule` and its `SuspendAllowance` — and the sockets and
-/// the tunnel that carry their decisions out.
+/// tunnel's `TunnelSchedule` and its `TunnelBudgets` — and the sockets and
+/// the tunnel that carry their decisions out. What the budgets decide
+/// arrives as a `BudgetChange` and is carried out in `apply` only.
 ///
 /// Lives on the tunnel's event loop; every call comes from there. It performs
 /// no I/O of its own: it writes messages to a `TunnelOutput` and drives
@@ -88,6 +89,8 @@ public final class TunnelMultiplexer {
     var endpoints: [TunnelConnectionIdentifier: EndpointSlot] = [:]
     var schedule = TunnelSchedule()
     var budgets: TunnelBudgets
+    /// The server's budget over all its tunnels, charged as `budgets` asks; nil on a client.
+    let serverBudget: ServerBufferBudget?
     var counters: TunnelCounters
     var udp = UDPFlowCount()
     var pending = PendingWork()
@@ -120,7 +123,8 @@ public final class TunnelMultiplexer {
         self.counters = TunnelCounters(metrics: metrics)
         let overrun: SuspendAllowance.Overrun
         if case .server = role { overrun = .holdPeer } else { overrun = .abortFlow }
-        self.budgets = TunnelBudgets(limits: limits, server: serverBudget, overrun: overrun)
+        self.budgets = TunnelBudgets(limits: limits, chargesServer: serverBudget != nil, overrun: overrun)
+        self.serverBudget = serverBudget
     }
 
     /// Whether any flow is open or opening: such a tunnel is never idle.
@@ -170,11 +174,9 @@ public final class TunnelMultiplexer {
             counters.metrics?.flowClosed(.ip)
         }
         let slots = endpoints.values
-        if let server = budgets.server {
-            server.forget(ObjectIdentifier(self))
-            _ = server.charge(-budgets.chargedToServer)
-            budgets.chargedToServer = 0
-        }
+        serverBudget?.forget(ObjectIdentifier(self))
+        // What it charged the server goes back; closed, it waits for nothing.
+        apply(budgets.tunnelClosed())
         flows.removeAll()
         endpoints.removeAll()
         schedule.removeAll()
@@ -201,18 +203,11 @@ public final class TunnelMultiplexer {
     }
 
     /// Counts what the tunnel holds and acts when a budget is crossed.
+    @inline(__always)
     func account(queued: Int, early: Int) {
-        chargeServer(queued + early)
-        if queued != 0, let crossing = budgets.queued.add(queued) {
-            // Crossing the budget changes what every flow may do (rare; within it nothing here runs).
-            if crossing == .paused {
-                peerNotice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(budgets.queued.level)"])
-            }
-            updateEveryFlowsReading()
-        }
-        if early != 0, budgets.earlyData.add(early) != nil {
-            updatePeerReading()
-        }
+        // After most events of a flow nothing it holds changed: the budgets are not even touched.
+        guard queued != 0 || early != 0 else { return }
+        apply(budgets.account(queued: queued, early: early))
     }
 
     private func updateReading(_ identifier: TunnelConnectionIdentifier, wanted: Bool) {
@@ -230,50 +225,50 @@ public final class TunnelMultiplexer {
         }
     }
 
-    /// What the suspend allowance holds changed: charge the difference to the
-    /// server, and read the peer or not as the allowance now says.
-    func suspendAllowanceChanged() {
-        let held = budgets.suspendAllowance.total
-        chargeServer(held - budgets.suspendBytesCharged)
-        budgets.suspendBytesCharged = held
-        updatePeerReading()
+    /// Carries out what a change to the budgets says: the one place where
+    /// flows' and the peer's reading follow them. Crossing a budget is rare;
+    /// within them nothing here runs.
+    @inline(__always)
+    func apply(_ change: BudgetChange) {
+        guard change != .noChange else { return }
+        applyChanged(change)
     }
 
-    private func chargeServer(_ bytes: Int) {
-        guard bytes != 0, let serverBudget = budgets.server else { return }
-        budgets.chargedToServer += bytes
-        let within = serverBudget.charge(bytes)
-        // Only the budget says when to go on (at its low mark), so that every paused tunnel hears it.
-        guard !within, budgets.withinServer else { return }
-        budgets.withinServer = false
-        peerNotice("server buffer budget reached: pausing this tunnel", metadata: ["server-bytes": "\(serverBudget.heldBytes)"])
-        updateEveryFlowsReading()
-        updatePeerReading()
-        let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        serverBudget.wait(ObjectIdentifier(self), on: eventLoop) {
-            bound.value.serverBudgetResumed()
+    @inline(never)
+    private func applyChanged(_ change: BudgetChange) {
+        var change = change
+        // Only the server's budget says when to go on (at its low mark), so that every paused tunnel hears it.
+        if change.serverCharge != 0, let serverBudget, !serverBudget.charge(change.serverCharge), !isClosed {
+            change = change.then(budgets.serverOverBudget())
+        }
+        if change.reachedServerBudget, let serverBudget {
+            peerNotice("server buffer budget reached: pausing this tunnel", metadata: ["server-bytes": "\(serverBudget.heldBytes)"])
+        }
+        if change.reachedTunnelBudget {
+            peerNotice("tunnel buffer budget reached: pausing its flows", metadata: ["bytes": "\(budgets.queued.level)"])
+        }
+        if case .changed = change.readFlows {
+            updateEveryFlowsReading()
+        }
+        if case .changed(let reading) = change.readPeer {
+            if !reading, !budgets.suspendAllowance.mayReadPeer {
+                peerNotice(
+                    "the peer keeps sending after suspend: not reading it until its flows drain",
+                    metadata: ["bytes": "\(budgets.suspendAllowance.total)"])
+            }
+            output.peerReadingChanged(reading)
+        }
+        if change.reachedServerBudget, let serverBudget {
+            let bound = NIOLoopBound(self, eventLoop: eventLoop)
+            serverBudget.wait(ObjectIdentifier(self), on: eventLoop) {
+                bound.value.serverBudgetResumed()
+            }
         }
     }
 
     private func serverBudgetResumed() {
-        guard !isClosed, !budgets.withinServer else { return }
-        budgets.withinServer = true
-        updateEveryFlowsReading()
-        updatePeerReading()
-    }
-
-    /// A server reads its peer while what the peer makes it hold stays within budget.
-    func updatePeerReading() {
-        guard case .server = role else { return }
-        let wanted = !budgets.earlyData.isPaused && budgets.withinServer && schedule.controlCount < limits.controlBacklogLimit
-            && budgets.suspendAllowance.mayReadPeer && traffic.holds.reading == nil
-        guard wanted != budgets.wantsPeerReads else { return }
-        budgets.wantsPeerReads = wanted
-        if !budgets.suspendAllowance.mayReadPeer {
-            peerNotice(
-                "the peer keeps sending after suspend: not reading it until its flows drain", metadata: ["bytes": "\(budgets.suspendAllowance.total)"])
-        }
-        output.peerReadingChanged(wanted)
+        guard !isClosed else { return }
+        apply(budgets.serverResumed())
     }
 
     /// Logs at notice what the peer caused, rate-limited.
@@ -291,7 +286,7 @@ public final class TunnelMultiplexer {
     func sendControl(_ message: TunnelMessage) {
         guard !isClosed else { return }
         schedule.enqueueControl(message)
-        updatePeerReading()
+        apply(budgets.controlBacklog(schedule.controlCount))
         scheduleDrain()
     }
 
@@ -310,10 +305,12 @@ public final class TunnelMultiplexer {
         pending.drainScheduled = false
         guard !isClosed else { return }
         var wrote = false
+        var wroteControl = false
         while output.isWritable {
             if let message = schedule.popControl() {
                 output.write(message)
                 wrote = true
+                wroteControl = true
                 continue
             }
             guard traffic.holds.sending == nil, let identifier = schedule.nextFlow() else { break }
@@ -322,7 +319,11 @@ public final class TunnelMultiplexer {
         if wrote {
             output.flush()
         }
-        updatePeerReading()
+        // Only a written control message shortens their backlog (`sendControl` counts the rest);
+        // most drains write only data, and skip the budgets.
+        if wroteControl {
+            apply(budgets.controlBacklog(schedule.controlCount))
+        }
     }
 
     /// The least a chunk cut to the tunnel's room carries.
@@ -392,17 +393,15 @@ public final class TunnelMultiplexer {
         }
         if let end = slot?.end {
             let socket = end.object
-            budgets.suspendAllowance.flowForgotten(identifier, closingSocket: socket)
+            apply(budgets.flowForgotten(identifier, closingSocket: socket))
             end.close(aborting: aborting) { [weak self] in
                 // After `tunnelClosed` everything charged has been given back already.
                 guard let self, !self.isClosed else { return }
-                self.budgets.suspendAllowance.socketClosed(socket)
-                self.suspendAllowanceChanged()
+                self.apply(self.budgets.socketClosed(socket))
             }
         } else {
-            budgets.suspendAllowance.flowForgotten(identifier, closingSocket: nil)
+            apply(budgets.flowForgotten(identifier, closingSocket: nil))
         }
-        suspendAllowanceChanged()
         logger.debug("flow closed", metadata: ["flow": "\(identifier)"])
     }
 
