@@ -36,7 +36,7 @@ enum AppleSamplePeers {
     static func server() async throws -> (process: ExternalProcess, port: Int) {
         let script = folder.appendingPathComponent("sample_server.py").path
         let process = try ExternalProcess(["python3", script])
-        guard let output = await process.waitForOutput(containing: "\n", timeout: 20),
+        guard let output = await process.waitForOutput(containing: "\n", timeout: 60),  // a loaded machine starts Python slowly
             let port = output.split(separator: "\n").first.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) })
         else {
             process.terminate()
