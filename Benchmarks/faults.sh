@@ -177,7 +177,8 @@ one_flow_gbits() {
 
 if [[ "$MEASURE" == *" memory "* ]]; then
     start_server memory --max-tunnels $(( TUNNELS + 100 ))
-    in_ns iperf3 -s -B 127.0.0.1 -p 5201 >/dev/null 2>&1 &
+    # Not through in_ns: $! must be iperf3 itself, or it outlives the run.
+    ip netns exec "$NS" iperf3 -s -B 127.0.0.1 -p 5201 >/dev/null 2>&1 &
     IPERF_PID=$!
     sleep 2
     rate_before=$(one_flow_gbits)
