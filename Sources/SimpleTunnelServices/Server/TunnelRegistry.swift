@@ -122,10 +122,8 @@ final class TunnelRegistry: Sendable {
         var readings: [(ObjectIdentifier, String, TunnelStatistics)] = []
         for peer in all {
             let reading = try? await peer.channel.eventLoop.submit { () -> (String, TunnelStatistics)? in
-                guard let login = peer.currentLogin,
-                    let handler = try? peer.channel.pipeline.syncOperations.handler(type: TunnelChannelHandler.self)
-                else { return nil }
-                return (login, handler.multiplexer?.currentStatistics ?? TunnelStatistics())
+                guard let login = peer.currentLogin, let statistics = Self.statistics(of: peer) else { return nil }
+                return (login, statistics)
             }.get()
             if let (login, statistics) = reading { readings.append((ObjectIdentifier(peer), login, statistics)) }
         }
@@ -165,15 +163,19 @@ final class TunnelRegistry: Sendable {
 
     /// One tunnel's row; on its event loop, where its handlers live. Nil once it has closed.
     private static func describe(_ peer: TunnelPeer, now: Date) -> TunnelServerStatus.Tunnel? {
-        let pipeline = peer.channel.pipeline.syncOperations
-        guard let handler = try? pipeline.handler(type: TunnelChannelHandler.self) else { return nil }
-        let statistics = handler.multiplexer?.currentStatistics ?? TunnelStatistics()
-        let session = (try? pipeline.handler(type: TLSHandler.self))?.sessionInfo
+        guard let statistics = statistics(of: peer) else { return nil }
+        let session = (try? peer.channel.pipeline.syncOperations.handler(type: TLSHandler.self))?.sessionInfo
         return TunnelServerStatus.Tunnel(
             login: peer.currentLogin, certificateSubject: peer.certificateSubject,
             peer: peer.address.map { TunnelEndpoint($0).description } ?? "unknown",
             leasedAddress: peer.currentLease, since: peer.since.formatted(.iso8601),
             seconds: now.timeIntervalSince(peer.since), bytesFromClient: statistics.bytesFromPeer, bytesToClient: statistics.bytesToPeer,
             openFlows: statistics.openFlows, tlsVersion: session?.protocolVersion)
+    }
+
+    /// The tunnel's counters; on its event loop. Nil once it has closed.
+    private static func statistics(of peer: TunnelPeer) -> TunnelStatistics? {
+        guard let handler = try? peer.channel.pipeline.syncOperations.handler(type: TunnelChannelHandler.self) else { return nil }
+        return handler.multiplexer?.currentStatistics ?? TunnelStatistics()
     }
 }

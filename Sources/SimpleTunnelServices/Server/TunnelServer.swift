@@ -362,11 +362,7 @@ public final class TunnelServer: Sendable {
         authorizer.replace(with: settings.opener.authorizer)
         settings.opener.authorizer = authorizer
         access.replace(with: settings.access)
-        live.withLockedValue { live in
-            // The usage store is where this run's counts go; a reload's fresh reading of it would miss the latest.
-            (settings.usageStore, settings.usageStoreName, settings.usageFlushInterval) = (live.usageStore, live.usageStoreName, live.usageFlushInterval)
-            live = settings
-        }
+        live.withLockedValue { $0 = settings }
         admission.update(limits: settings.admissionLimits)
         Self.endRefusedLogins(tunnels: tunnels, access: access, logger: logger, onlyIfExpiring: false)
         // Their address is the old one until they reconnect, which their client does when the tunnel ends.

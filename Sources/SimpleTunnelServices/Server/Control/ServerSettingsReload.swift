@@ -118,9 +118,13 @@ public struct ServerSettingsReload: Sendable {
 
     /// What a running server made and a reload never replaces, though no
     /// operator setting names it: the logins (`reloadUsers` reads them again),
-    /// the DNS forwarder, the metrics, and the admission's dice and log pace.
+    /// the DNS forwarder, the metrics, the admission's dice and log pace, and
+    /// the usage store (this run's counts go there; the launch reads it at start only).
     private static let runningObjects: [@Sendable (ReloadAspect.Running, inout ReloadAspect.Target) -> Void] = [
         { $1.settings.authentication = $0.serving.authentication },
+        { $1.settings.usageStore = $0.serving.usageStore },
+        { $1.settings.usageStoreName = $0.serving.usageStoreName },
+        { $1.settings.usageFlushInterval = $0.serving.usageFlushInterval },
         { $1.settings.dns = $0.serving.dns },
         { $1.settings.metrics = $0.serving.metrics },
         { $1.settings.startupsRoll = $0.serving.startupsRoll },
