@@ -29,7 +29,10 @@
 # download's throughput shows the tunnel still fills the link. During each download the
 # script snapshots `ss -tin` of the sender's socket (server side) and the tbf backlog:
 # the "where" lines say how many bytes were unsent in the kernel (notsent), in flight
-# (unacked x MSS) and queued in tbf at that moment.
+# (unacked x MSS) and queued in tbf at that moment; for ours, the "program" line adds
+# what tunnel-server's status said then of its own queues in front of the link: a
+# flow's turn, TLS plaintext, ciphertext in the channel, and the room its measured
+# rate allowed.
 #
 # Usage (root: namespaces, tc, sshd, TUN):
 #   Benchmarks/latency-under-load.sh                 10, 40 and 200 Mbit/s, one table each
@@ -265,7 +268,7 @@ start_tunnel_server() {
     start "$SERVER_LOG" "$SRV" "$BIN/tunnel-server" --host "$SRV_ADDR" --port "$TUNNEL_PORT" \
         --config "$WORK/server.plist" --tun lulsrv0 --tun-address "$TUN_ADDR" \
         --allow "127.0.0.1:$ECHO_PORT,$IPERF_PORT" \
-        --state-directory "$WORK/state" --client-ca "$WORK/pki/ca.crt" $OURS_SERVER_ARGS
+        --state-directory "$WORK/state" --control "$WORK/server.sock" --client-ca "$WORK/pki/ca.crt" $OURS_SERVER_ARGS
     SERVER_PID=$LAST_PID
     server_ready() {
         kill -0 "$SERVER_PID" 2>/dev/null || { cat "$SERVER_LOG" >&2; die "tunnel-server exited"; }
@@ -360,7 +363,12 @@ snapshot() {     # snapshot NAME PORT: the download's sender socket and the tbf 
         echo "## server side qdisc"
         ip netns exec "$SRV" tc -s qdisc show dev veth-s || true
     } >"$file" 2>&1
-    python3 "$PROBE" where --file "$file" --port "$port" --setup "$name" >"$WORK/where-$name.json" 2>>"$WORK/logs/probe.log" || true
+    local status=()
+    if [ "$name" = ours ] || [ "$name" = ip ]; then   # our server's own queues, at the same moment
+        "$BIN/tunnel-server" status --json --control "$WORK/server.sock" >"$WORK/logs/status-$name.json" 2>>"$WORK/logs/probe.log" \
+            && status=(--status "$WORK/logs/status-$name.json")
+    fi
+    python3 "$PROBE" where --file "$file" --port "$port" --setup "$name" "${status[@]}" >"$WORK/where-$name.json" 2>>"$WORK/logs/probe.log" || true
 }
 
 record() {       # record SETUP SCENARIO PROBE_FILE [IPERF_FILE]

@@ -275,6 +275,17 @@ def where(args):
             if match:
                 unit = {"b": 1, "Kb": 1024, "Mb": 1024 * 1024}[match.group(2)]
                 result["tbf_backlog_bytes"] = int(match.group(1)) * unit
+    if args.status:
+        # Our server's own queues in front of the link (`tunnel-server status --json`),
+        # from the tunnel that has sent the most: the one carrying the download.
+        try:
+            with open(args.status) as f:
+                tunnels = json.load(f).get("tunnels", [])
+            busiest = max(tunnels, key=lambda t: t.get("bytesToClient", 0), default=None)
+            if busiest and busiest.get("linkQueue"):
+                result["program"] = busiest["linkQueue"]
+        except (OSError, ValueError) as error:
+            print(f"where: no status from {args.status}: {error}", file=sys.stderr)
     print(json.dumps(result))
 
 
@@ -345,6 +356,14 @@ def report(args):
                 continue
             print(f"  {setup_label:20} {label:9} {c['cc'] or '?':5} cwnd {c['cwnd'] or 0:>5.0f}  rtt {c['rtt_ms'] or 0:>6.1f} ms  "
                   f"in flight {c['unacked_bytes'] // 1024:>5} KiB  unsent {c['notsent_bytes'] // 1024:>5} KiB", file=out)
+        q = w.get("program")
+        if q:
+            rate = q.get("rateBytesPerSecond")
+            rate_text = f"{rate * 8 / 1e6:.1f} Mbit/s" if rate else "not read yet"
+            unsent = q.get("unsentBytes")
+            print(f"  {setup_label:20} program   turn {q['turnBytes'] // 1024} KiB  TLS {q['tlsPlaintextBytes'] // 1024} KiB  "
+                  f"channel {q['channelBytes'] // 1024} KiB  unsent {'?' if unsent is None else unsent // 1024} KiB  "
+                  f"in flight {q['inFlightBytes'] // 1024} KiB  (room {q['roomBytes'] // 1024} KiB for {rate_text})", file=out)
         if "tbf_backlog_bytes" in w:
             print(f"  {setup_label:20} tbf queue {w['tbf_backlog_bytes'] // 1024} KiB", file=out)
     ratios = {}
@@ -416,6 +435,7 @@ def main():
     p.add_argument("--file", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--setup", required=True)
+    p.add_argument("--status", help="tunnel-server status --json taken at the same moment")
     p.set_defaults(func=where)
     p = sub.add_parser("report")
     for name in ("--results", "--json-out", "--rate", "--cc"):

@@ -165,12 +165,13 @@ final class TunnelRegistry: Sendable {
     private static func describe(_ peer: TunnelPeer, now: Date) -> TunnelServerStatus.Tunnel? {
         guard let statistics = statistics(of: peer) else { return nil }
         let session = (try? peer.channel.pipeline.syncOperations.handler(type: TLSHandler.self))?.sessionInfo
+        let queue = (try? peer.channel.pipeline.syncOperations.handler(type: TunnelChannelHandler.self))?.queueNow
         return TunnelServerStatus.Tunnel(
             login: peer.currentLogin, certificateSubject: peer.certificateSubject,
             peer: peer.address.map { TunnelEndpoint($0).description } ?? "unknown",
             leasedAddress: peer.currentLease, since: peer.since.formatted(.iso8601),
             seconds: now.timeIntervalSince(peer.since), bytesFromClient: statistics.bytesFromPeer, bytesToClient: statistics.bytesToPeer,
-            openFlows: statistics.openFlows, tlsVersion: session?.protocolVersion)
+            openFlows: statistics.openFlows, tlsVersion: session?.protocolVersion, linkQueue: queue.map(TunnelServerStatus.LinkQueue.init))
     }
 
     /// The tunnel's counters; on its event loop. Nil once it has closed.

@@ -38,6 +38,7 @@ struct LinkPaceNamespaceTests {
             BuiltPrograms.tunnelServer, "--host", "198.18.40.1", "--port", "4433", "--no-ip-layer",
             "--cert", pki.certificatePath("server"), "--key", pki.keyPath("server"), "--client-ca", pki.caFile,
             "--allow", "127.0.0.1:9001,9002", "--log-level", "debug", "--state-directory", folder.path + "/state",
+            "--control", folder.path + "/server.sock",
         ])
         try #require(
             await tunnelServer.waitForOutput(containing: "listening on", timeout: 20) != nil, "the server did not start:\n\(tunnelServer.outputSoFar)")
@@ -51,9 +52,14 @@ struct LinkPaceNamespaceTests {
             await forward.waitForOutput(containing: "tunnel up", timeout: 20) != nil,
             "the forward did not come up:\n\(forward.outputSoFar)\nserver:\n\(tunnelServer.outputSoFar)")
 
-        let probe = try lab.run(in: client, ["python3", "-c", Self.downloadAndEchoProbe], timeout: .seconds(60), check: false)
-        let figures = probe.standardOutput.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
-        try #require(figures.count == 3, "the probe failed: \(probe.standardOutput)\(probe.standardError)")
+        let probe = try lab.start(in: client, ["python3", "-c", Self.downloadAndEchoProbe])
+        // Mid-download, what the operator's `status --json` says waits in front of the link.
+        try await Task.sleep(for: .seconds(5))
+        let statusRun = try lab.run(in: server, [BuiltPrograms.tunnelServer, "status", "--json", "--control", folder.path + "/server.sock"])
+        let status = try JSONDecoder().decode(TunnelServerStatus.self, from: Data(statusRun.standardOutput.utf8))
+        let (_, probeOutput) = await probe.finish(timeout: 60)
+        let figures = probeOutput.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+        try #require(figures.count == 3, "the probe failed: \(probeOutput)")
         let (medianMilliseconds, p95Milliseconds, downloadBytesPerSecond) = (figures[0], figures[1], figures[2])
 
         // The mechanism: the server measured the link and sized its room to it.
@@ -84,6 +90,13 @@ struct LinkPaceNamespaceTests {
         withKnownIssue("a loaded machine can misread a 10 Mbit/s link's rate for a while", isIntermittent: true) {
             #expect(roomsOverSize.isEmpty, "\(shown)")
         }
+        // `status --json` names the same queue by place, read while the download ran:
+        // a flow's turn and everything after it within a few rooms of the measured rate.
+        let downloading = try #require(status.tunnels.max { $0.bytesToClient < $1.bytesToClient }, "no tunnel in \(statusRun.standardOutput)")
+        let queue = try #require(downloading.linkQueue, "no link queue in \(statusRun.standardOutput)")
+        let queued = queue.tlsPlaintextBytes + queue.channelBytes + (queue.unsentBytes ?? 0)
+        #expect(queue.turnBytes <= queue.roomBytes && queued <= 4 * queue.roomBytes, "\(queue)")
+        #expect(queue.rateBytesPerSecond != nil && queue.inFlightBytes > 0, "\(queue)")
         // And the download still fills most of the link.
         #expect(downloadBytesPerSecond > 0.5 * Double(Self.linkRate), "download \(downloadBytesPerSecond) B/s")
     }

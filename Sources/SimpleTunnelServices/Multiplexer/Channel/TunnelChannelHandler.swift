@@ -39,7 +39,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     /// `getsockopt` costs nothing beside the writes between two readings.
     static let paceInterval: TimeAmount = .milliseconds(20)
     /// What the last reading saw queued in front of the link, and the room it allowed.
-    public private(set) var lastQueueReading: TunnelQueueReading?
+    private var lastQueueReading: TunnelQueueReading?
     /// The most seen queued in front of the link (channel and kernel unsent)
     /// since the last "link queue" line, logged at debug once a second at most.
     private var queuePeak = 0
@@ -114,6 +114,18 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         }
     }
 
+    /// What waits in front of the link now, for `status`: the program's own
+    /// queues read live, the kernel's from the last TCP_INFO reading (at most
+    /// 20 ms old while the tunnel writes). Nil before any reading.
+    public var queueNow: TunnelQueueReading? {
+        guard var reading = lastQueueReading, let context else { return lastQueueReading }
+        reading.turnBytes = multiplexer?.turnBytes ?? reading.turnBytes
+        let tls = self.tls ?? (try? context.pipeline.syncOperations.handler(type: TLSHandler.self))
+        reading.tlsPlaintextBytes = tls?.bufferedPlaintextBytes ?? 0
+        reading.channelBytes = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? reading.channelBytes
+        return reading
+    }
+
     // MARK: Pace
 
     /// The gate is spent: reads what waits in front of the link now and lets
@@ -184,6 +196,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         let buffered = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
         lastQueueReading = TunnelQueueReading(
             rate: pace.rate, room: appliedSizes.room, unsentLowWatermark: appliedSizes.unsentLowWatermark,
+            turnBytes: multiplexer?.turnBytes ?? 0, tlsPlaintextBytes: tls?.bufferedPlaintextBytes ?? 0,
             channelBytes: buffered, unsentBytes: reading.unsentBytes.map(Int.init), bytesInFlight: reading.bytesInFlight)
         if logger.logLevel <= .debug {
             queuePeak = max(queuePeak, buffered + Int(reading.unsentBytes ?? 0))

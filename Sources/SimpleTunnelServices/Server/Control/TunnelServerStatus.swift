@@ -24,6 +24,34 @@ public struct TunnelServerStatus: Codable, Sendable, Equatable {
         public var groups: [String]?
         /// Its login's fixed address (`IPv4Address`, `IPv6Address`), as `leasedAddress` writes addresses; nil when none.
         public var fixedAddress: String?
+        /// What waited in front of the tunnel's link toward its client when asked
+        /// (`--json` only); nil until the tunnel has written enough to read its link.
+        public var linkQueue: LinkQueue? = nil
+    }
+
+    /// From the server's end of one tunnel to its client, in the order bytes
+    /// pass: a flow's turn in the schedule, TLS plaintext, ciphertext in the
+    /// channel, the kernel's unsent bytes, bytes in flight. The room is what
+    /// the link's measured rate allows them together (`LinkPace`).
+    public struct LinkQueue: Codable, Sendable, Equatable {
+        public var rateBytesPerSecond: UInt64?
+        public var roomBytes: Int
+        public var turnBytes: Int
+        public var tlsPlaintextBytes: Int
+        public var channelBytes: Int
+        /// Nil from a kernel too old to say.
+        public var unsentBytes: Int?
+        public var inFlightBytes: Int
+
+        init(_ reading: TunnelQueueReading) {
+            rateBytesPerSecond = reading.rate
+            roomBytes = reading.room
+            turnBytes = reading.turnBytes
+            tlsPlaintextBytes = reading.tlsPlaintextBytes
+            channelBytes = reading.channelBytes
+            unsentBytes = reading.unsentBytes
+            inFlightBytes = reading.bytesInFlight
+        }
     }
 
     /// The tunnels open now.
