@@ -47,18 +47,29 @@ struct LoginFloodTests {
     }
 
     @Test func theSocketIsNotReadWhileThePasswordIsChecked() async throws {
-        // A slow hash (about a second), so the data below arrives while it runs.
-        let (fixture, checker) = try await Self.server(iterations: 3_000_000)
+        // The checker's one thread is held by a gate until the data below has
+        // arrived and had time to be read: the check lasts as long as the test
+        // says, not as long as a hash happens to take on this machine.
+        let pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+        let gate = DispatchSemaphore(value: 0)
+        pool.submit { _ in gate.wait() }
+        let (fixture, checker) = try await Self.server(threadPool: pool)
         let peer = try await Self.login(fixture, password: "wonderland")
         #expect(await AdmissionPeers.eventually { checker.checksStarted == 1 })
         // Far more than may be held before the answer: read now, it would end the tunnel.
         try await peer.sendData(LoopbackPeers.payload(4 * PendingLoginMessages.maximumBytes), for: 1)
+        // A server that read it would end the tunnel now; it must still be open.
+        let endedWhileChecking = await peer.waitForClose(timeout: .seconds(2))
+        gate.signal()
+        #expect(!endedWhileChecking, "the tunnel ended while its password was checked: its socket was read")
         #expect(await peer.next(timeout: .seconds(60)) == .authenticateResult(.success))
         try await peer.send(.fetchConfiguration(identifier: 0))
         let reply = await peer.next { if case .fetchConfiguration = $0 { return false } else { return true } }
         #expect(reply != nil, "the tunnel did not carry on after the login")
         await peer.close()
         await fixture.stop()
+        try await pool.shutdownGracefully()
     }
 
     @Test func aLoginTheServerIsTooBusyToCheckIsClosedUnansweredSoTheClientTriesAgain() async throws {
