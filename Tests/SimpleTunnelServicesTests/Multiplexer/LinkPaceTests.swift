@@ -68,22 +68,24 @@ struct LinkPaceTests {
             pace.update(try #require(TCPInfoReading(bytes: bytes)), at: start)
             return pace.sizes
         }
-        // 10 Mbit/s: 4 ms is 5000 B, up to the next 2 KiB step; the kernel keeps two segments.
+        // 10 Mbit/s: 2 ms is 2500 B, under the floor of 4 KiB; the kernel keeps two segments.
         let slow = try sizes(Self.tenMegabit)
-        #expect(slow.room == 6 * 1024)
-        #expect(slow.turn == 6 * 1024)
-        #expect(slow.tlsBatch == 6 * 1024)
-        #expect(slow.channelWaterMark.low == 3 * 1024)
-        #expect(slow.channelWaterMark.high == 6 * 1024)
+        #expect(slow.room == 4 * 1024)
+        #expect(slow.turn == 4 * 1024)
+        #expect(slow.tlsBatch == 4 * 1024)
+        #expect(slow.channelWaterMark.low == 2 * 1024)
+        #expect(slow.channelWaterMark.high == 4 * 1024)
         #expect(slow.unsentLowWatermark == 2 * 1448)
-        // 40 Mbit/s: 20 000 B; a quarter of it unsent.
+        // 40 Mbit/s: 10 000 B, up to the next 2 KiB step; two segments unsent (more than a quarter).
         let middle = try sizes(Self.fortyMegabit)
-        #expect(middle.room == 20 * 1024)
-        #expect(middle.unsentLowWatermark == 5 * 1024)
-        // 200 Mbit/s and a loopback: the ceiling, today's fixed sizes, whatever the segment size.
+        #expect(middle.room == 10 * 1024)
+        #expect(middle.unsentLowWatermark == 2 * 1448)
+        // 200 Mbit/s: 50 000 B, 50 KiB; a quarter of it unsent.
         let twoHundred = try sizes(Self.twoHundredMegabit)
+        #expect(twoHundred.room == 50 * 1024)
+        #expect(twoHundred.unsentLowWatermark == 50 * 1024 / 4)
+        // A loopback: the ceiling, the fixed sizes its throughput was measured with, whatever the segment size.
         let loopback = try sizes(Self.loopback)
-        #expect(twoHundred == LinkPace.Sizes.fastest)
         #expect(loopback == LinkPace.Sizes.fastest)
         #expect(LinkPace.Sizes.fastest.room == 64 * 1024)
         #expect(LinkPace.Sizes.fastest.unsentLowWatermark == 16 * 1024)
@@ -114,7 +116,7 @@ struct LinkPaceTests {
         // 125 000 bytes acknowledged in 100 ms: 1.25 MB/s.
         pace.update(try reading(acked: 1_125_000), at: start + .milliseconds(100))
         #expect(pace.rate == 1_250_000)
-        #expect(pace.sizes.room == 6 * 1024)
+        #expect(pace.sizes.room == 4 * 1024)
     }
 
     @Test func beforeAnyReadingTheSizesAreAFastLinksAsTheSocketStarts() {
@@ -136,7 +138,7 @@ struct LinkPaceTests {
         pace.update(pause, at: start + .milliseconds(300))
         pace.update(pause, at: start + .milliseconds(1_200))
         #expect(pace.rate == 5_000_000)
-        #expect(pace.sizes.room == 20 * 1024)
+        #expect(pace.sizes.room == 10 * 1024)
         // ...and only a link slow for a whole window and more brings it down.
         pace.update(pause, at: start + .milliseconds(2_300))
         #expect(pace.rate == 50_000)

@@ -18,9 +18,14 @@ struct LinkQueueGateTests {
         return (pace.sizes, try #require(pace.rate))
     }
 
+    /// A room of `room` bytes on a link of `rate` bytes a second (the gate's
+    /// arithmetic, apart from the horizon `LinkPace` sizes rooms with).
+    static func sized(room: Int, rate: UInt64) -> (LinkPace.Sizes, UInt64) {
+        (LinkPace.Sizes(room: room, segmentSize: 1448, maximumRoom: maximumRoom), rate)
+    }
+
     @Test func aSlowLinksGateLetsTheRoomLessWhatWaitsThenWaitsForTheLinkToDrainHalfOfIt() throws {
-        let (sizes, rate) = try Self.pace(LinkPaceTests.tenMegabit)
-        #expect(sizes.room == 6 * 1024)
+        let (sizes, rate) = Self.sized(room: 6 * 1024, rate: 1_250_000)
         var gate = LinkQueueGate()
         #expect(gate.isOpen)
         // Sized to a slow link, it starts closed: the first write looks first.
@@ -58,7 +63,7 @@ struct LinkQueueGateTests {
     }
 
     @Test func aRoomFollowsItsRateAt40Megabit() throws {
-        let (sizes, rate) = try Self.pace(LinkPaceTests.fortyMegabit)
+        let (sizes, rate) = Self.sized(room: 20 * 1024, rate: 5_000_000)
         var gate = LinkQueueGate()
         gate.resized(to: sizes, maximumRoom: Self.maximumRoom)
         #expect(!gate.isOpen)

@@ -63,7 +63,7 @@ struct LinkPaceNamespaceTests {
         let (medianMilliseconds, p95Milliseconds, downloadBytesPerSecond) = (figures[0], figures[1], figures[2])
 
         // The mechanism: the server measured the link and sized its room to it.
-        // 4 ms of 10 Mbit/s is 5000 bytes (6 KiB in 2 KiB steps); allow for a
+        // 2 ms of 10 Mbit/s is 2500 bytes (the floor, 4 KiB); allow for a
         // rate estimate taken on a busy machine. Fixed sizes held 64 KiB.
         let log = tunnelServer.outputSoFar
         let rooms = Self.values(of: "room-bytes", in: log, onLinesWith: "link pace")

@@ -16,11 +16,14 @@ struct LinkPace: Sendable {
     struct Policy: Sendable, Hashable {
         /// The time of link the room holds: enough for the event loop to
         /// refill the socket before it runs dry, small beside a round trip.
-        var horizon: TimeAmount = .milliseconds(4)
+        /// 4 ms left an echo 4-9 ms behind direct TCP's at 40 Mbit/s; at
+        /// 2 ms downloads still kept 96-100% of the link
+        /// (Benchmarks/latency-under-load.sh at 10, 40 and 200 Mbit/s).
+        var horizon: TimeAmount = .milliseconds(2)
         /// The least room, for the slowest links: a few segments.
         var minimumBytes = 4 * 1024
         /// The most room: the sizes a loopback's throughput was measured
-        /// with (Benchmarks/app-layer.sh), reached from about 130 Mbit/s up.
+        /// with (Benchmarks/app-layer.sh), reached from about 260 Mbit/s up.
         var maximumBytes = 64 * 1024
         /// Sizes move in steps of this much, so a rate that wobbles does not
         /// reset socket options at every reading.
