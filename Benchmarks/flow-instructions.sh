@@ -18,6 +18,8 @@
 #   sudo Benchmarks/flow-instructions.sh
 #   SHORT=100 LONG=600 SETUPS="ours relay" SKIP_BUILD=1 sudo -E Benchmarks/flow-instructions.sh
 #   PROFILES=/tmp/p SETUPS=ours ...   keep the LONG run's callgrind files (callgrind_annotate /tmp/p/callgrind.PID)
+#   OURS_BIN=DIR ...   run tunnel-server and tunnel-client from DIR (a saved build, to compare before
+#                      and after back to back); RelayFloor still comes from the release build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -36,6 +38,7 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     swift build -c release --product RelayFloor | grep -E "error|warning: unre" || true
 fi
 BIN=$(swift build -c release --show-bin-path)
+OURS_BIN=${OURS_BIN:-$BIN}
 WORK=$(mktemp -d /tmp/flow-instructions.XXXXXX)
 PIDS=()
 cleanup() {
@@ -47,9 +50,10 @@ cleanup() {
 trap cleanup EXIT
 
 # valgrind 3.19 cannot read the toolchain's DWARF 5 debug info.
-for program in tunnel-server tunnel-client RelayFloor; do
-    strip --strip-debug -o "$WORK/$program" "$BIN/$program"
+for program in tunnel-server tunnel-client; do
+    strip --strip-debug -o "$WORK/$program" "$OURS_BIN/$program"
 done
+strip --strip-debug -o "$WORK/RelayFloor" "$BIN/RelayFloor"
 cc -O2 -pthread -o "$WORK/flow-rate" Benchmarks/flow_rate.c
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_for() {  # wait_for FILE TEXT: until FILE says TEXT (valgrind starts slowly)
@@ -179,6 +183,8 @@ printf '%-8s %14s %14s %16s\n' setup "$SHORT flows" "$LONG flows" "per flow"
 for setup in $SETUPS; do
     [ "$setup" = ssh ] && continue
     a=$(run_"$setup" "$SHORT")
+    # PROFILES=DIR keeps the SHORT run's files too (DIR/short), so that a function's count per flow is a difference.
+    if [ -n "${PROFILES:-}" ]; then mkdir -p "$PROFILES/short" && cp "$WORK"/callgrind.* "$PROFILES/short/" 2>/dev/null || true; fi
     rm -f "$WORK"/callgrind.*
     b=$(run_"$setup" "$LONG")
     printf '%-8s %14d %14d %16d\n' "$setup" "$a" "$b" $(( (b - a) / (LONG - SHORT) ))

@@ -35,9 +35,11 @@ public enum TCPPortForwarder {
         tunnel: any TunnelMultiplexerProvider,
         logger: Logger
     ) {
-        let peer = channel.remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown"
+        // Spelled out only for a line logged: formatting an address costs more than a flow's own bookkeeping.
+        let remoteAddress = channel.remoteAddress
+        let peer = { remoteAddress.map { TunnelEndpoint($0).description } ?? "unknown" }
         guard let multiplexer = tunnel.currentMultiplexer else {
-            logger.notice("forwarded connection closed: the tunnel is down, reconnecting", metadata: ["client": "\(peer)", "destination": "\(destination)"])
+            logger.notice("forwarded connection closed: the tunnel is down, reconnecting", metadata: ["client": "\(peer())", "destination": "\(destination)"])
             channel.close(promise: nil)
             return
         }
@@ -47,7 +49,7 @@ public enum TCPPortForwarder {
             return .tcp(endpoint)
         } completion: { result in
             if case .failure(let failure) = result {
-                logger.notice("forwarded connection refused", metadata: ["client": "\(peer)", "destination": "\(destination)", "reason": "\(failure)"])
+                logger.notice("forwarded connection refused", metadata: ["client": "\(peer())", "destination": "\(destination)", "reason": "\(failure)"])
             }
         }
         if identifier == nil {

@@ -18,15 +18,23 @@ public enum TunnelHostSyntax {
     /// - An IPv6 literal: hex digits, `:` and `.`, optionally in brackets.
     ///   Zone indexes (`%eth0`) are not accepted.
     public static func problem(with host: String) -> String? {
-        let bytes = host.utf8
+        // Read in place: a String's UTF-8 view costs several times more byte by
+        // byte, and every flow's open checks its host several times.
+        if let verdict = host.utf8.withContiguousStorageIfAvailable({ problem(with: host, bytes: $0) }) {
+            return verdict
+        }
+        return Array(host.utf8).withUnsafeBufferPointer { problem(with: host, bytes: $0) }
+    }
+
+    private static func problem(with host: String, bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard !bytes.isEmpty else { return "the host is empty" }
         guard bytes.count <= TunnelWireLimits.maximumHostLength else {
             return "the host is longer than \(TunnelWireLimits.maximumHostLength) bytes"
         }
         if bytes.first == UInt8(ascii: "[") || bytes.contains(UInt8(ascii: ":")) {
-            return ipv6LiteralProblem(bytes)
+            return ipv6LiteralProblem(host.utf8)
         }
-        return nameProblem(bytes)
+        return nameProblem(host, bytes: bytes)
     }
 
     /// Whether `host` is a DNS name or an IP literal.
@@ -51,11 +59,22 @@ public enum TunnelHostSyntax {
         return nil
     }
 
-    private static func nameProblem(_ bytes: String.UTF8View) -> String? {
-        var name = Substring(String(bytes))
+    private static func nameProblem(_ host: String, bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        // Nearly every host is ASCII: its bytes are its scalars, with no copy and no Unicode decoding.
+        if bytes.allSatisfy({ $0 < 0x80 }) {
+            var name = bytes[...]
+            if name.last == UInt8(ascii: ".") { name = name.dropLast() }
+            return labelsProblem(name.lazy.map { Unicode.Scalar($0) })
+        }
+        var name = Substring(host)
         if name.hasSuffix(".") { name = name.dropLast() }
+        return labelsProblem(name.unicodeScalars)
+    }
+
+    /// The labels of a name without its trailing dot.
+    private static func labelsProblem(_ scalars: some Sequence<Unicode.Scalar>) -> String? {
         var labelBytes = 0
-        for scalar in name.unicodeScalars {
+        for scalar in scalars {
             if scalar == "." {
                 guard labelBytes > 0 else { return "the host has an empty label (two dots in a row, or a leading dot)" }
                 labelBytes = 0

@@ -17,6 +17,7 @@ struct IPv4AddressTests {
     @Test(arguments: [
         "", "1.2.3", "1.2.3.4.5", "256.0.0.1", "1.2.3.-1", " 1.2.3.4", "1.2.3.4 ", "1. 2.3.4", "1..3.4",
         "1.2.3.", ".1.2.3", "0x7f.0.0.1", "127.1", "01.2.3.4", "1.2.3.004", "1.2.3.1000", "a.b.c.d", "１.2.3.4",
+        "1.2.3.4.", "1.2.3.00", "255.255.255.256",
     ])
     func refusesAnythingButAStrictDottedQuad(text: String) {
         #expect(IPv4Address(text) == nil)

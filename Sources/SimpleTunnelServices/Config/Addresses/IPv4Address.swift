@@ -20,23 +20,44 @@ public struct IPv4Address: Sendable, Hashable, Comparable, CustomStringConvertib
 
     /// Parses a dotted quad; nil for anything else, including surrounding spaces.
     public init?(_ text: some StringProtocol) {
+        // One pass over the bytes, with no array of parts: every flow's open
+        // parses its host several times (the policy's two stages, the resolver).
         var value: UInt32 = 0
         var octetCount = 0
-        for part in text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
-            guard octetCount < 4, let octet = Self.parseOctet(part) else { return nil }
-            value = value << 8 | UInt32(octet)
-            octetCount += 1
+        var octet = Octet()
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard octetCount < 3, let finished = octet.value else { return nil }
+                value = value << 8 | UInt32(finished)
+                octetCount += 1
+                octet = Octet()
+            } else {
+                guard octet.append(byte) else { return nil }
+            }
         }
-        guard octetCount == 4 else { return nil }
-        rawValue = value
+        guard octetCount == 3, let last = octet.value else { return nil }
+        rawValue = value << 8 | UInt32(last)
     }
 
     /// One to three ASCII digits, no leading zero unless the octet is `0`, at most 255.
-    private static func parseOctet(_ digits: some Collection<UInt8>) -> UInt8? {
-        guard (1...3).contains(digits.count), digits.allSatisfy(isASCIIDigit) else { return nil }
-        if digits.count > 1 && digits.first == UInt8(ascii: "0") { return nil }
-        let value = digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
-        return value <= 255 ? UInt8(value) : nil
+    private struct Octet {
+        private var number = 0
+        private var digits = 0
+        private var leadingZero = false
+
+        /// False for a byte that is not a digit, or a fourth digit.
+        mutating func append(_ byte: UInt8) -> Bool {
+            guard isASCIIDigit(byte), digits < 3 else { return false }
+            if digits == 0 { leadingZero = byte == UInt8(ascii: "0") }
+            number = number * 10 + Int(byte - UInt8(ascii: "0"))
+            digits += 1
+            return true
+        }
+
+        var value: UInt8? {
+            guard digits > 0, !(digits > 1 && leadingZero), number <= 255 else { return nil }
+            return UInt8(number)
+        }
     }
 
     public var octets: (UInt8, UInt8, UInt8, UInt8) {
