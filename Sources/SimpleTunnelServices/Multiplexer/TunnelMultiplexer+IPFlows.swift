@@ -63,10 +63,7 @@ extension TunnelMultiplexer {
         let now = NIODeadline.now()
         let quantum = turn
         turn: while sent < quantum, mayWriteFlows {
-            // As a stream's chunk: on a slow link a message stops near the room the tunnel has
-            // left (a whole turn past a spent room held 15-22 KiB unsent over a 4 KiB room).
-            let chunk = min(quantum - sent, max(output.writableBytes, Self.smallestPacedChunk))
-            switch transitionIP(identifier, { $0.nextToSend(maximumChunk: chunk, now: now) }) {
+            switch transitionIP(identifier, { $0.nextToSend(maximumChunk: quantum - sent, now: now) }) {
             case .send(_, let bytes)?:
                 wrote = true
                 sent += bytes

@@ -99,28 +99,6 @@ struct LinkQueueGateTests {
     }
 }
 
-extension LinkQueueGateTests {
-    @Test func theMultiplexerCutsAnIPFlowsPacketsToTheRoomTheTunnelHasLeft() throws {
-        let loop = EmbeddedEventLoop()
-        let output = GatedOutput()
-        let multiplexer = TunnelMultiplexer(role: .client, output: output, eventLoop: loop, logger: Logger(label: "test"))
-        multiplexer.turnBytes = 6 * 1024
-        let identifier = try #require(multiplexer.openFlow(.plainIP, endpoint: { _ in .ip(RecordingPacketEndpoint()) }) { _ in })
-        multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))
-        loop.run()
-        output.allowance = 3_000
-        // Eight 1000-byte packets read at once: a whole turn would be six of them.
-        multiplexer.flow(identifier, didReadPackets: (0..<8).map { _ in TunnelPacket(bytes: ByteBuffer(repeating: 0x45, count: 1_000)) })
-        loop.run()
-        // One message of what the room had left, not a turn past it.
-        #expect(output.packetMessages == [3_000])
-        // Ungated: the rest in one turn.
-        output.allowance = .max
-        multiplexer.tunnelWritabilityChanged(true)
-        #expect(output.packetMessages == [3_000, 5_000])
-    }
-}
-
 /// A tunnel whose gate allows `allowance` payload bytes, as `TunnelChannelHandler`'s does.
 private final class GatedOutput: TunnelOutput {
     var allowance = Int.max
@@ -130,22 +108,10 @@ private final class GatedOutput: TunnelOutput {
 
     var isWritable: Bool { allowance > 0 && limit > 0 }
     var writableBytes: Int { allowance }
-    /// Each `packets` message's packet bytes.
-    var packetMessages: [Int] = []
-
     func write(_ message: TunnelMessage) {
-        let bytes: Int
-        switch message {
-        case .data(_, let payload, _):
-            bytes = payload.readableBytes
-            payloads.append(bytes)
-        case .packets(_, let packets):
-            bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
-            packetMessages.append(bytes)
-        default:
-            return
-        }
-        if allowance != .max { allowance -= bytes }
+        guard case .data(_, let payload, _) = message else { return }
+        payloads.append(payload.readableBytes)
+        if allowance != .max { allowance -= payload.readableBytes }
         if limit != .max { limit -= 1 }
     }
     func flush() {}
