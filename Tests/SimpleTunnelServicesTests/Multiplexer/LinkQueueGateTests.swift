@@ -62,6 +62,16 @@ struct LinkQueueGateTests {
         #expect(gate.isOpen)
     }
 
+    /// A stream's data spends the room; IP packets do not (their queue has
+    /// CoDel, and gated too they waited 5-10 ms longer at 10 Mbit/s).
+    @Test func dataSpendsTheRoomAndIPPacketsPassUngated() {
+        let data = TunnelMessage.data(identifier: 1, payload: ByteBuffer(repeating: 1, count: 4_000))
+        let packets = TunnelMessage.packets(identifier: 2, packets: [TunnelPacket(bytes: ByteBuffer(repeating: 0x45, count: 4_000))])
+        #expect(TunnelChannelHandler.gatedSize(of: data) == 4_064)
+        #expect(TunnelChannelHandler.gatedSize(of: packets) == 0)
+        #expect(TunnelChannelHandler.gatedSize(of: .fetchConfiguration(identifier: 0)) == 64)
+    }
+
     @Test func aRoomFollowsItsRateAt40Megabit() throws {
         let (sizes, rate) = Self.sized(room: 20 * 1024, rate: 5_000_000)
         var gate = LinkQueueGate()
