@@ -163,9 +163,10 @@ final class TunnelRegistry: Sendable {
 
     /// One tunnel's row; on its event loop, where its handlers live. Nil once it has closed.
     private static func describe(_ peer: TunnelPeer, now: Date) -> TunnelServerStatus.Tunnel? {
-        guard let statistics = statistics(of: peer) else { return nil }
+        guard let handler = handler(of: peer) else { return nil }
+        let statistics = statistics(of: handler)
         let session = (try? peer.channel.pipeline.syncOperations.handler(type: TLSHandler.self))?.sessionInfo
-        let queue = (try? peer.channel.pipeline.syncOperations.handler(type: TunnelChannelHandler.self))?.queueNow
+        let queue = handler.queueNow
         return TunnelServerStatus.Tunnel(
             login: peer.currentLogin, certificateSubject: peer.certificateSubject,
             peer: peer.address.map { TunnelEndpoint($0).description } ?? "unknown",
@@ -176,7 +177,15 @@ final class TunnelRegistry: Sendable {
 
     /// The tunnel's counters; on its event loop. Nil once it has closed.
     private static func statistics(of peer: TunnelPeer) -> TunnelStatistics? {
-        guard let handler = try? peer.channel.pipeline.syncOperations.handler(type: TunnelChannelHandler.self) else { return nil }
-        return handler.multiplexer?.currentStatistics ?? TunnelStatistics()
+        handler(of: peer).map(statistics(of:))
+    }
+
+    private static func statistics(of handler: TunnelChannelHandler) -> TunnelStatistics {
+        handler.multiplexer?.currentStatistics ?? TunnelStatistics()
+    }
+
+    /// The tunnel's handler; on its event loop. Nil once it has closed.
+    private static func handler(of peer: TunnelPeer) -> TunnelChannelHandler? {
+        try? peer.channel.pipeline.syncOperations.handler(type: TunnelChannelHandler.self)
     }
 }

@@ -150,10 +150,12 @@ public struct TunnelQueueReading: Sendable, Hashable {
     /// The room in force then (`LinkPace.Sizes.room`) and the kernel's unsent mark.
     public var room: Int
     public var unsentLowWatermark: Int
-    /// Payload one flow may send per turn then (what an echo may wait behind in the schedule).
-    public var turnBytes: Int
-    /// Plaintext the tunnel's TLS holds, not yet sealed into records.
-    public var tlsPlaintextBytes: Int
+    /// Payload one flow may send per turn (what an echo may wait behind in
+    /// the schedule), and plaintext the tunnel's TLS holds, not yet sealed into
+    /// records: read live when asked (`TunnelChannelHandler.queueNow`), not at
+    /// each pace reading.
+    public var turnBytes = 0
+    public var tlsPlaintextBytes = 0
     /// Ciphertext in the channel's outbound buffer, not yet taken by the kernel.
     public var channelBytes: Int
     /// Bytes the kernel held unsent; nil from a kernel too old to say.

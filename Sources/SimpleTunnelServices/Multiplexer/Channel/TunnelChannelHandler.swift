@@ -122,7 +122,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     /// 20 ms old while the tunnel writes). Nil before any reading.
     public var queueNow: TunnelQueueReading? {
         guard var reading = lastQueueReading, let context else { return lastQueueReading }
-        reading.turnBytes = multiplexer?.turnBytes ?? reading.turnBytes
+        reading.turnBytes = multiplexer?.turnBytes ?? 0
         let tls = self.tls ?? (try? context.pipeline.syncOperations.handler(type: TLSHandler.self))
         reading.tlsPlaintextBytes = tls?.bufferedPlaintextBytes ?? 0
         reading.channelBytes = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? reading.channelBytes
@@ -199,7 +199,6 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
         let buffered = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
         lastQueueReading = TunnelQueueReading(
             rate: pace.rate, room: appliedSizes.room, unsentLowWatermark: appliedSizes.unsentLowWatermark,
-            turnBytes: multiplexer?.turnBytes ?? 0, tlsPlaintextBytes: tls?.bufferedPlaintextBytes ?? 0,
             channelBytes: buffered, unsentBytes: reading.unsentBytes.map(Int.init), bytesInFlight: reading.bytesInFlight)
         if logger.logLevel <= .debug {
             queuePeak = max(queuePeak, buffered + Int(reading.unsentBytes ?? 0))
