@@ -9,7 +9,8 @@
 #            flow that echoed BYTES), and after the server's last tunnel closed: 5, 15,
 #            30 and 60 s later (target: within 64 MiB of before, within 60 s); how long
 #            the clients took to close them all; and one flow's throughput through the
-#            same server (iperf3 through tunnel-client forward) before the peak and
+#            same server (iperf3 through tunnel-client forward, the median of THROUGHPUT_RUNS=3
+#            runs of THROUGHPUT_SECONDS=4) before the peak and
 #            after it and the trim (target: no loss).
 #   storm    STORM tunnels (each with a TCP flow, proven by an echo) held while the
 #            server is SIGKILLed and started again; they return with the client's
@@ -161,6 +162,7 @@ fi
 # One flow's throughput through the running server: iperf3 through a `tunnel-client forward`
 # in the namespace, for THROUGHPUT_SECONDS; Gbit/s at the receiver.
 THROUGHPUT_SECONDS=${THROUGHPUT_SECONDS:-4}
+THROUGHPUT_RUNS=${THROUGHPUT_RUNS:-3}
 one_flow_gbits() {
     local fp client rate
     fp=$(grep -oE 'SHA-256 [0-9A-Fa-f:]+' "$WORK/memory.log" | head -1 | sed 's/^SHA-256 //')
@@ -175,6 +177,17 @@ one_flow_gbits() {
     kill "$client" 2>/dev/null; wait "$client" 2>/dev/null || true
     echo "$rate"
 }
+# THROUGHPUT_RUNS of them, one after another: "MEDIAN (each ...)", since one 4 s run on a
+# shared machine varies by 10% or more.
+flow_gbits_median() {
+    local rates=()
+    for _ in $(seq "$THROUGHPUT_RUNS"); do rates+=("$(one_flow_gbits)"); done
+    printf '%s\n' "${rates[@]}" | python3 -c '
+import statistics, sys
+rates = [line.strip() for line in sys.stdin if line.strip()]
+numbers = [float(rate) for rate in rates if rate != "?"]
+print("%s (each %s)" % ("%.2f" % statistics.median(numbers) if numbers else "?", " ".join(rates)))'
+}
 
 if [[ "$MEASURE" == *" memory "* ]]; then
     start_server memory --max-tunnels $(( TUNNELS + 100 ))
@@ -182,7 +195,7 @@ if [[ "$MEASURE" == *" memory "* ]]; then
     ip netns exec "$NS" iperf3 -s -B 127.0.0.1 -p 5201 >/dev/null 2>&1 &
     IPERF_PID=$!
     sleep 2
-    rate_before=$(one_flow_gbits)
+    rate_before=$(flow_gbits_median)
     sleep 2
     before=$(rss_mib)  # after that flow: its buffers are part of the baseline
     log "opening $TUNNELS tunnels, each echoing $BYTES bytes"
@@ -208,10 +221,10 @@ if [[ "$MEASURE" == *" memory "* ]]; then
         while [ $(( $(date +%s) - closed )) -lt "$at" ]; do sleep 0.5; done
         after="$after ${at}s=$(rss_mib)"
     done
-    rate_after=$(one_flow_gbits)
+    rate_after=$(flow_gbits_median)
     kill "$IPERF_PID" 2>/dev/null || true
     echo "memory: RSS before $before MiB, at the peak ($opened) $peak MiB, the clients' closes took $(( closed - asked )) s, after the last close:$after MiB (target: within 64 MiB of before)"
-    echo "memory: one flow through the server before the peak $rate_before Gbit/s, after it and the trim $rate_after Gbit/s (iperf3 through tunnel-client forward, ${THROUGHPUT_SECONDS} s)"
+    echo "memory: one flow through the server before the peak $rate_before Gbit/s, after it and the trim $rate_after Gbit/s (median of $THROUGHPUT_RUNS iperf3 runs of ${THROUGHPUT_SECONDS} s through tunnel-client forward)"
     grep -E "freed memory given back" "$WORK/memory.log" | tail -3 >&2 || true
     stop_server
 fi
