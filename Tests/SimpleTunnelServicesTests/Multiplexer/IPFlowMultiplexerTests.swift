@@ -81,11 +81,10 @@ struct IPFlowMultiplexerTests {
         oneTurn()
         #expect(output.written.count == sentBefore + 1)
         #expect(metrics.dropped == 4)
-        // A whole interval later the head, still waiting, is dropped (one packet, as CoDel
-        // drops); the next four go.
+        // A whole interval later the head, still waiting, is dropped; the next batch goes.
         try await Task.sleep(for: .milliseconds(110))
         oneTurn()
-        #expect(metrics.dropped == 5)
+        #expect(metrics.dropped == 8)
         #expect(output.written.count == sentBefore + 2)
         #expect(output.written.last == .packets(identifier: identifier, packets: batch))
     }

@@ -124,11 +124,9 @@ struct IPFlowState {
     /// The tunnel has room at `now`: the next packets for it, about
     /// `maximumChunk` bytes; or, when the head has waited too long, its drop.
     mutating func nextToSend(maximumChunk: Int, now: NIODeadline) -> IPFlowAction {
-        guard isOpen, !peerSuspended, !queue.isEmpty else { return .none }
-        // CoDel judges the bulk lane only: the sparse lane holds one packet per bucket at most.
-        if let arrived = queue.bulkHeadArrival,
-           delayPolicy.shouldDrop(sojourn: now - arrived, queuedBytes: queue.bufferedBytes, now: now) {
-            return .dropWaiting(queue.dropBulkHead())
+        guard isOpen, !peerSuspended, let arrived = queue.headArrival else { return .none }
+        if delayPolicy.shouldDrop(sojourn: now - arrived, queuedBytes: queue.bufferedBytes, now: now) {
+            return .dropWaiting(queue.dropFirstBatch())
         }
         let queued = queue.bufferedBytes
         let packets = queue.popMessage(maximumCount: TunnelWireLimits.maximumPacketsPerMessage, maximumBytes: maximumChunk)
