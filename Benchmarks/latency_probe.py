@@ -361,7 +361,9 @@ def report(args):
             rate = q.get("rateBytesPerSecond")
             rate_text = f"{rate * 8 / 1e6:.1f} Mbit/s" if rate else "not read yet"
             unsent = q.get("unsentBytes")
-            print(f"  {setup_label:20} program   turn {q['turnBytes'] // 1024} KiB  TLS {q['tlsPlaintextBytes'] // 1024} KiB  "
+            queues = q.get("flowQueueBytes")
+            print(f"  {setup_label:20} program   flows' queues {'?' if queues is None else queues // 1024} KiB  "
+                  f"turn {q['turnBytes'] // 1024} KiB  TLS {q['tlsPlaintextBytes'] // 1024} KiB  "
                   f"channel {q['channelBytes'] // 1024} KiB  unsent {'?' if unsent is None else unsent // 1024} KiB  "
                   f"in flight {q['inFlightBytes'] // 1024} KiB  (room {q['roomBytes'] // 1024} KiB for {rate_text})", file=out)
         if "tbf_backlog_bytes" in w:

@@ -104,6 +104,8 @@ public final class TunnelMultiplexer {
         set { turn = max(1, min(newValue, limits.maximumDataChunk)) }
     }
     private(set) var turn: Int
+    /// Bytes waiting in the flows' own queues for a turn (streams' data and IP packets).
+    var queuedFlowBytes: Int { budgets.queued.level }
     /// Lines a peer can cause as often as it likes: one a second per tunnel,
     /// the next one saying how many were left out.
     private var peerNotices = LineRateLimiter(interval: .seconds(1))

@@ -97,6 +97,7 @@ struct LinkPaceNamespaceTests {
         let queued = queue.tlsPlaintextBytes + queue.channelBytes + (queue.unsentBytes ?? 0)
         #expect(queue.turnBytes <= queue.roomBytes && queued <= 4 * queue.roomBytes, "\(queue)")
         #expect(queue.rateBytesPerSecond != nil && queue.inFlightBytes > 0, "\(queue)")
+        #expect(queue.flowQueueBytes != nil, "the flows' queues are read with the turn: \(queue)")
         // And the download still fills most of the link.
         #expect(downloadBytesPerSecond > 0.5 * Double(Self.linkRate), "download \(downloadBytesPerSecond) B/s")
     }

@@ -155,6 +155,8 @@ public struct TunnelQueueReading: Sendable, Hashable {
     /// records: read live when asked (`TunnelChannelHandler.queueNow`), not at
     /// each pace reading.
     public var turnBytes = 0
+    /// Bytes waiting in the flows' queues for a turn, read live as the turn is.
+    public var flowQueueBytes = 0
     public var tlsPlaintextBytes = 0
     /// Ciphertext in the channel's outbound buffer, not yet taken by the kernel.
     public var channelBytes: Int

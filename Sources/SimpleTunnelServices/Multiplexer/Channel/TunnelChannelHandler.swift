@@ -123,6 +123,7 @@ public final class TunnelChannelHandler: ChannelDuplexHandler, TunnelOutput {
     public var queueNow: TunnelQueueReading? {
         guard var reading = lastQueueReading, let context else { return lastQueueReading }
         reading.turnBytes = multiplexer?.turnBytes ?? 0
+        reading.flowQueueBytes = multiplexer?.queuedFlowBytes ?? 0
         let tls = self.tls ?? (try? context.pipeline.syncOperations.handler(type: TLSHandler.self))
         reading.tlsPlaintextBytes = tls?.bufferedPlaintextBytes ?? 0
         reading.channelBytes = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? reading.channelBytes

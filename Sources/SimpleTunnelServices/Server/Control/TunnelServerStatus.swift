@@ -30,12 +30,15 @@ public struct TunnelServerStatus: Codable, Sendable, Equatable {
     }
 
     /// From the server's end of one tunnel to its client, in the order bytes
-    /// pass: a flow's turn in the schedule, TLS plaintext, ciphertext in the
+    /// pass: the flows' queues, a flow's turn in the schedule, TLS plaintext, ciphertext in the
     /// channel, the kernel's unsent bytes, bytes in flight. The room is what
     /// the link's measured rate allows them together (`LinkPace`).
     public struct LinkQueue: Codable, Sendable, Equatable {
         public var rateBytesPerSecond: UInt64?
         public var roomBytes: Int
+        /// Bytes waiting in the flows' own queues for a turn: what the tunnel
+        /// holds back, where an IP flow's CoDel judges its packets.
+        public var flowQueueBytes: Int?
         public var turnBytes: Int
         public var tlsPlaintextBytes: Int
         public var channelBytes: Int
@@ -46,6 +49,7 @@ public struct TunnelServerStatus: Codable, Sendable, Equatable {
         init(_ reading: TunnelQueueReading) {
             rateBytesPerSecond = reading.rate
             roomBytes = reading.room
+            flowQueueBytes = reading.flowQueueBytes
             turnBytes = reading.turnBytes
             tlsPlaintextBytes = reading.tlsPlaintextBytes
             channelBytes = reading.channelBytes
