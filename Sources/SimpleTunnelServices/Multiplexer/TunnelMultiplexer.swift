@@ -167,11 +167,12 @@ public final class TunnelMultiplexer {
         udp.expiry?.cancel()
         udp.expiry = nil
         traffic.holds.cancel()
-        for flow in flows.data.values where flow.isOpen {
-            counters.metrics?.flowClosed(flow.kind)
-        }
-        for flow in flows.ip.values where flow.isOpen {
-            counters.metrics?.flowClosed(.ip)
+        for entry in flows.entries.values {
+            switch entry {
+            case .stream(let flow) where flow.isOpen: counters.metrics?.flowClosed(flow.kind)
+            case .ip(let flow) where flow.isOpen: counters.metrics?.flowClosed(.ip)
+            default: break
+            }
         }
         let slots = endpoints.values
         serverBudget?.forget(ObjectIdentifier(self))
@@ -191,7 +192,7 @@ public final class TunnelMultiplexer {
     /// Brings the flow's endpoint, its place in the schedule and its existence
     /// in line with its state.
     func reconcile(_ identifier: TunnelConnectionIdentifier) {
-        guard let flow = flows.data[identifier] else { return }
+        guard let flow = flows.stream(identifier) else { return }
         if flow.isDone {
             forget(identifier)
             return
@@ -220,7 +221,7 @@ public final class TunnelMultiplexer {
 
     private func updateEveryFlowsReading() {
         let may = budgets.mayReadLocally
-        for (identifier, flow) in flows.data {
+        for case (let identifier, .stream(let flow)) in flows.entries {
             updateReading(identifier, wanted: flow.wantsReading && may)
         }
     }
@@ -331,30 +332,44 @@ public final class TunnelMultiplexer {
 
     /// Sends up to one turn of a flow's queue; returns whether anything was written.
     private func sendTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
+        guard let index = flows.index(of: identifier) else {
+            schedule.turnEnded(identifier, hasMore: false)
+            return false
+        }
+        switch flows.kind(at: index) {
+        case .stream?:
+            return sendStreamTurn(of: identifier, at: index)
+        case .ip?:
+            return sendIPTurn(of: identifier, at: index)
+        case nil:
+            impossible(identifier, .phaseBeingModified)
+            return false
+        }
+    }
+
+    /// A TCP or UDP flow's turn: up to one turn of its queue, `index` where it
+    /// was just looked up. Returns whether anything was written.
+    private func sendStreamTurn(of identifier: TunnelConnectionIdentifier, at index: FlowTable.Index) -> Bool {
         var sent = 0
         var wrote = false
         let turn = self.turn
+        // The table may change with each step: only the first uses the index.
+        var found: FlowTable.Index? = index
         while sent < turn, mayWriteFlows {
+            guard let index = found ?? flows.index(of: identifier) else { break }
+            found = nil
             // `transition` writes what the flow sends.
             // On a slow link a chunk stops near the room the tunnel has left, so
             // what waits in front of the link passes it by little (a small chunk costs a frame).
             let chunk = min(turn - sent, max(output.writableBytes, Self.smallestPacedChunk))
-            switch transition(identifier, { $0.nextToSend(maximumChunk: chunk) }) {
-            case .send(let item)?:
-                wrote = true
-                sent += item.payloadBytes
-                continue
-            case nil where !wrote:
-                // Not a TCP or UDP flow: found out here, so their turns pay no lookup of their own.
-                return sendIPTurn(of: identifier)
-            default:
-                break
-            }
-            break
+            guard case .send(let item)? = transition(identifier, at: index, { $0.nextToSend(maximumChunk: chunk) }) else { break }
+            wrote = true
+            sent += item.payloadBytes
         }
-        schedule.turnEnded(identifier, hasMore: flows.data[identifier]?.hasSomethingToSend ?? false)
+        let flow = flows.stream(identifier)
+        schedule.turnEnded(identifier, hasMore: flow?.hasSomethingToSend ?? false)
         // A flow whose last item was its close is done once it has gone.
-        if let flow = flows.data[identifier], flow.isDone {
+        if let flow, flow.isDone {
             forget(identifier)
         }
         return wrote
@@ -376,13 +391,14 @@ public final class TunnelMultiplexer {
     func forget(_ identifier: TunnelConnectionIdentifier, aborting: Bool = false) {
         let kind: TunnelFlowKind
         let wasOpen: Bool
-        if let flow = flows.data.removeValue(forKey: identifier) {
+        switch flows.remove(identifier) {
+        case .stream(let flow)?:
             account(queued: -flow.queue.bufferedBytes, early: -flow.earlyDataBytes)
             (kind, wasOpen) = (flow.kind, flow.isOpen)
-        } else if let flow = flows.ip.removeValue(forKey: identifier) {
+        case .ip(let flow)?:
             account(queued: -flow.queue.bufferedBytes, early: 0)
             (kind, wasOpen) = (.ip, flow.isOpen)
-        } else {
+        case .modifying?, nil:
             return
         }
         let slot = endpoints.removeValue(forKey: identifier)

@@ -1,6 +1,6 @@
 /// An event both flow machines take (`FlowState` for TCP and UDP flows,
 /// `IPFlowState` for IP flows), so the multiplexer says it once and
-/// `TunnelMultiplexer.deliver` runs it on whichever machine holds the flow.
+/// `TunnelMultiplexer.deliver` runs it on the machine of the flow's kind.
 enum SharedFlowEvent {
     /// The peer sent `suspend` (true) or `resume` (false).
     case peerSuspended(Bool)
@@ -40,10 +40,16 @@ extension FlowState: FlowMachine {}
 extension IPFlowState: FlowMachine {}
 
 extension TunnelMultiplexer {
-    /// Runs `event` on the flow's machine, whichever kind it is. Returns false
-    /// when no flow has the identifier.
+    /// Runs `event` on the flow's machine, whichever kind it is: one lookup,
+    /// one switch. Returns false when no flow has the identifier.
     @discardableResult
     func deliver(_ event: SharedFlowEvent, to identifier: TunnelConnectionIdentifier) -> Bool {
-        transition(identifier, { event.apply(to: &$0) }) != nil || transitionIP(identifier, { event.apply(to: &$0) }) != nil
+        guard let index = flows.index(of: identifier) else { return false }
+        switch flows.kind(at: index) {
+        case .stream?: transition(identifier, at: index) { event.apply(to: &$0) }
+        case .ip?: transitionIP(identifier, at: index) { event.apply(to: &$0) }
+        case nil: impossible(identifier, .phaseBeingModified)
+        }
+        return true
     }
 }
