@@ -11,36 +11,40 @@ extension TunnelMultiplexer {
     @discardableResult
     @inline(__always)
     func transition(_ identifier: TunnelConnectionIdentifier, _ event: (inout FlowState) -> FlowAction) -> FlowAction? {
-        guard let index = flows.index(of: identifier) else { return nil }
-        return transition(identifier, at: index, event)
+        var found: FlowTable.Found?
+        var known: FlowTable.KnownNeeds?
+        return transition(identifier, found: &found, known: &known, event)
     }
 
-    /// `transition` of the flow at `index`, just looked up. A flow there of
-    /// another kind is our own mistake: callers check the kind first where the
-    /// peer names the flow.
+    /// `transition` of the flow just found.
+    @discardableResult
+    @inline(__always)
+    func transition(_ identifier: TunnelConnectionIdentifier, at found: FlowTable.Found, _ event: (inout FlowState) -> FlowAction) -> FlowAction? {
+        var found: FlowTable.Found? = found
+        var known: FlowTable.KnownNeeds?
+        return transition(identifier, found: &found, known: &known, event)
+    }
+
+    /// `transition`, the flow looked for where `found` says, unless a flow
+    /// entered or left the table since; `found` is then where it was last
+    /// seen, and `known` what it needed then, for the caller's next step.
+    /// A flow of the other kind is our own
+    /// mistake: callers check the kind first where the peer names the flow.
     @discardableResult
     @inline(__always)
     func transition(
-        _ identifier: TunnelConnectionIdentifier, at index: FlowTable.Index, _ event: (inout FlowState) -> FlowAction
+        _ identifier: TunnelConnectionIdentifier, found: inout FlowTable.Found?, known: inout FlowTable.KnownNeeds?,
+        _ event: (inout FlowState) -> FlowAction
     ) -> FlowAction? {
-        guard let (action, kind, queuedChange, earlyChange) = flows.withStream(at: index, { Self.run(event, on: &$0) }) else {
-            impossible(identifier, .eventForOtherKind)
+        guard let (run, at) = flows.runStream(identifier, after: found, event) else {
+            if flows.contains(identifier) { impossible(identifier, .eventForOtherKind) }
             return nil
         }
-        perform(action, for: identifier, kind: kind)
-        account(queued: queuedChange, early: earlyChange)
-        reconcile(identifier)
-        return action
-    }
-
-    /// `event` on `flow`, with the flow's kind and how much its queue and its early data grew.
-    private static func run(
-        _ event: (inout FlowState) -> FlowAction, on flow: inout FlowState
-    ) -> (FlowAction, FlowState.Kind, queued: Int, early: Int) {
-        let queuedBefore = flow.queue.bufferedBytes
-        let earlyBefore = flow.earlyDataBytes
-        let action = event(&flow)
-        return (action, flow.kind, flow.queue.bufferedBytes - queuedBefore, flow.earlyDataBytes - earlyBefore)
+        perform(run.action, for: identifier, kind: run.kind)
+        account(queued: run.queuedChange, early: run.earlyChange)
+        found = reconcile(identifier, after: at, known: run.needs)
+        known = run.needs
+        return run.action
     }
 
     /// Carries out what a flow's event decided.

@@ -6,29 +6,35 @@ extension TunnelMultiplexer {
     /// for an identifier that names no flow.
     @discardableResult
     func transitionIP(_ identifier: TunnelConnectionIdentifier, _ event: (inout IPFlowState) -> IPFlowAction) -> IPFlowAction? {
-        guard let index = flows.index(of: identifier) else { return nil }
-        return transitionIP(identifier, at: index, event)
+        var found: FlowTable.Found?
+        return transitionIP(identifier, found: &found, event)
     }
 
-    /// `transitionIP` of the flow at `index`, just looked up. A flow there of
-    /// another kind is our own mistake: callers check the kind first where the
-    /// peer names the flow.
+    /// `transitionIP` of the flow just found.
     @discardableResult
     func transitionIP(
-        _ identifier: TunnelConnectionIdentifier, at index: FlowTable.Index, _ event: (inout IPFlowState) -> IPFlowAction
+        _ identifier: TunnelConnectionIdentifier, at found: FlowTable.Found, _ event: (inout IPFlowState) -> IPFlowAction
     ) -> IPFlowAction? {
-        let ran = flows.withIP(at: index) { flow in
-            let queuedBefore = flow.queue.bufferedBytes
-            let action = event(&flow)
-            return (action, queued: flow.queue.bufferedBytes - queuedBefore)
-        }
-        guard let (action, queued) = ran else {
-            impossible(identifier, .eventForOtherKind)
+        var found: FlowTable.Found? = found
+        return transitionIP(identifier, found: &found, event)
+    }
+
+    /// `transitionIP`, the flow looked for where `found` says, unless a flow
+    /// entered or left the table since; `found` is then where it was last
+    /// seen. A flow of the other kind is our own mistake: callers check the
+    /// kind first where the peer names the flow.
+    @discardableResult
+    func transitionIP(
+        _ identifier: TunnelConnectionIdentifier, found: inout FlowTable.Found?, _ event: (inout IPFlowState) -> IPFlowAction
+    ) -> IPFlowAction? {
+        guard let (action, queued, at) = flows.runIP(identifier, after: found, event) else {
+            if flows.contains(identifier) { impossible(identifier, .eventForOtherKind) }
             return nil
         }
         perform(action, forIP: identifier)
         account(queued: queued, early: 0)
-        if let flow = flows.ip(identifier), flow.hasSomethingToSend, schedule.markReady(identifier) {
+        found = at
+        if flows.ipHasSomethingToSend(identifier, after: at), schedule.markReady(identifier) {
             scheduleDrain()
         }
         return action
@@ -70,19 +76,16 @@ extension TunnelMultiplexer {
         }
     }
 
-    /// An IP flow's turn in the tunnel: up to one turn (`turnBytes`) of its packets.
-    /// `index` is where the flow was just looked up. Returns whether anything was written.
-    func sendIPTurn(of identifier: TunnelConnectionIdentifier, at index: FlowTable.Index) -> Bool {
+    /// An IP flow's turn in the tunnel: up to one turn (`turnBytes`) of its
+    /// packets, `first` where it was just found. Returns whether anything was written.
+    func sendIPTurn(of identifier: TunnelConnectionIdentifier, at first: FlowTable.Found) -> Bool {
         var sent = 0
         var wrote = false
         let now = NIODeadline.now()
         let quantum = turn
-        // The table may change with each step: only the first uses the index.
-        var found: FlowTable.Index? = index
+        var found: FlowTable.Found? = first
         turn: while sent < quantum, mayWriteFlows {
-            guard let index = found ?? flows.index(of: identifier) else { break }
-            found = nil
-            switch transitionIP(identifier, at: index, { $0.nextToSend(maximumChunk: quantum - sent, now: now) }) {
+            switch transitionIP(identifier, found: &found, { $0.nextToSend(maximumChunk: quantum - sent, now: now) }) {
             case .send(_, let bytes)?:
                 wrote = true
                 sent += bytes
@@ -92,7 +95,7 @@ extension TunnelMultiplexer {
                 break turn
             }
         }
-        schedule.turnEnded(identifier, hasMore: flows.ip(identifier)?.hasSomethingToSend ?? false)
+        schedule.turnEnded(identifier, hasMore: flows.ipHasSomethingToSend(identifier, after: found))
         return wrote
     }
 }

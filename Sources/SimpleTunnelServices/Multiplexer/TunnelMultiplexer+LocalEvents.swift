@@ -26,8 +26,8 @@ extension TunnelMultiplexer: FlowEventSink {
     }
 
     public func flow(_ identifier: TunnelConnectionIdentifier, writabilityChanged isWritable: Bool) {
-        guard let index = flows.index(of: identifier) else { return }
-        guard flows.kind(at: index) == .stream else { return impossible(identifier, .eventForOtherKind) }
+        guard let (kind, _) = flows.kind(identifier) else { return }
+        guard kind == .stream else { return impossible(identifier, .eventForOtherKind) }
         if isWritable {
             // Drained below its low mark, whether or not a `resume` follows
             // (none after the peer ended its stream): the peer may be read again.
@@ -38,8 +38,8 @@ extension TunnelMultiplexer: FlowEventSink {
 
     public func flowDidClose(_ identifier: TunnelConnectionIdentifier) {
         // A forgotten flow's endpoint reports its close through `detach` instead.
-        guard let index = flows.index(of: identifier) else { return }
-        guard flows.kind(at: index) == .stream else { return impossible(identifier, .eventForOtherKind) }
+        guard let (kind, _) = flows.kind(identifier) else { return }
+        guard kind == .stream else { return impossible(identifier, .eventForOtherKind) }
         logger.trace("local socket closed", metadata: ["flow": "\(identifier)"])
         // The socket is gone: nothing more will be written to or read from it.
         endpoints.removeValue(forKey: identifier)

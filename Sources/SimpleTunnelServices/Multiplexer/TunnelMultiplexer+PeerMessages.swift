@@ -64,8 +64,8 @@ extension TunnelMultiplexer {
             request(.success(TunnelLoginAnswer(result: result, detail: detail)))
         case (.packets(let identifier, let packets), _):
             // Packets for a TCP or UDP flow are the peer's mistake, not ours: dropped like those for no flow.
-            guard let index = flows.index(of: identifier), flows.kind(at: index) == .ip,
-                case .writeLocal? = transitionIP(identifier, at: index, { $0.receivePackets(packets) })
+            guard case (.ip?, let found)? = flows.kind(identifier),
+                case .writeLocal? = transitionIP(identifier, at: found, { $0.receivePackets(packets) })
             else {
                 return dropUnexpected(message)
             }
@@ -78,7 +78,7 @@ extension TunnelMultiplexer {
     // MARK: Data
 
     private func receiveData(_ payload: ByteBuffer, endpoint destination: TunnelEndpoint?, for identifier: TunnelConnectionIdentifier) {
-        guard let kind = flows.stream(identifier)?.kind else {
+        guard let (kind, found) = flows.streamKind(identifier) else {
             return dropUnknown(.data(identifier: identifier, payload: ByteBuffer(), endpoint: nil))
         }
         if kind == .udp, case .server = role, destination == nil {
@@ -89,7 +89,7 @@ extension TunnelMultiplexer {
         counters.metrics?.bytesFromPeer(payload.readableBytes)
         meterReceived(payload.readableBytes)
         // Changed in place (through `transition`): a copy of the flow would copy its early data on every append.
-        transition(identifier) { $0.receiveData(payload, to: destination, now: .now()) }
+        transition(identifier, at: found) { $0.receiveData(payload, to: destination, now: .now()) }
     }
 
     // MARK: Close
@@ -103,14 +103,14 @@ extension TunnelMultiplexer {
 
     private func receiveOpen(_ request: TunnelOpenRequest, for identifier: TunnelConnectionIdentifier, opener: FlowOpener) {
         // A second open of an identifier in use is refused (and logged) where its action is carried out.
-        if let index = flows.index(of: identifier) {
-            switch flows.kind(at: index) {
+        if let (kind, found) = flows.kind(identifier) {
+            switch kind {
             case .ip?:
                 // An IP flow never half-closes: its identifier is never the peer's to reuse while it runs.
-                transitionIP(identifier, at: index) { $0.peerReopened() }
+                transitionIP(identifier, at: found) { $0.peerReopened() }
                 return
             case .stream?:
-                guard case .forget? = transition(identifier, at: index, { $0.peerReopened() }) else { return }
+                guard case .forget? = transition(identifier, at: found, { $0.peerReopened() }) else { return }
                 // Nothing of the old flow reaches the peer any more: its queue went, its socket is detached.
                 logger.debug("a new open replaces a flow that was closing", metadata: ["flow": "\(identifier)"])
             case nil:

@@ -190,17 +190,22 @@ public final class TunnelMultiplexer {
     // MARK: Transitions
 
     /// Brings the flow's endpoint, its place in the schedule and its existence
-    /// in line with its state.
-    func reconcile(_ identifier: TunnelConnectionIdentifier) {
-        guard let flow = flows.stream(identifier) else { return }
-        if flow.isDone {
+    /// in line with its state, read where it is (`earlier`, where the flow
+    /// was found before, saves the lookup while no flow entered or left the
+    /// table; `known`, the answer of the event just run, saves reading it
+    /// while it holds). Returns where the flow was found, nil when it is gone.
+    @discardableResult
+    func reconcile(_ identifier: TunnelConnectionIdentifier, after earlier: FlowTable.Found? = nil, known: FlowTable.KnownNeeds? = nil) -> FlowTable.Found? {
+        guard let (needs, found) = flows.needs(identifier, after: earlier, known: known) else { return nil }
+        if needs.isDone {
             forget(identifier)
-            return
+            return nil
         }
-        if flow.hasSomethingToSend, schedule.markReady(identifier) {
+        if needs.hasSomethingToSend, schedule.markReady(identifier) {
             scheduleDrain()
         }
-        updateReading(identifier, wanted: flow.wantsReading && budgets.mayReadLocally)
+        updateReading(identifier, wanted: needs.wantsReading && budgets.mayReadLocally)
+        return found
     }
 
     /// Counts what the tunnel holds and acts when a budget is crossed.
@@ -332,44 +337,41 @@ public final class TunnelMultiplexer {
 
     /// Sends up to one turn of a flow's queue; returns whether anything was written.
     private func sendTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
-        guard let index = flows.index(of: identifier) else {
-            schedule.turnEnded(identifier, hasMore: false)
-            return false
-        }
-        switch flows.kind(at: index) {
-        case .stream?:
-            return sendStreamTurn(of: identifier, at: index)
-        case .ip?:
-            return sendIPTurn(of: identifier, at: index)
-        case nil:
+        switch flows.kind(identifier) {
+        case (.stream?, let found)?:
+            return sendStreamTurn(of: identifier, at: found)
+        case (.ip?, let found)?:
+            return sendIPTurn(of: identifier, at: found)
+        case (nil, _)?:
             impossible(identifier, .phaseBeingModified)
+            return false
+        case nil:
+            schedule.turnEnded(identifier, hasMore: false)
             return false
         }
     }
 
-    /// A TCP or UDP flow's turn: up to one turn of its queue, `index` where it
-    /// was just looked up. Returns whether anything was written.
-    private func sendStreamTurn(of identifier: TunnelConnectionIdentifier, at index: FlowTable.Index) -> Bool {
+    /// A TCP or UDP flow's turn: up to one turn of its queue, `first` where it
+    /// was just found. Returns whether anything was written.
+    private func sendStreamTurn(of identifier: TunnelConnectionIdentifier, at first: FlowTable.Found) -> Bool {
         var sent = 0
         var wrote = false
         let turn = self.turn
-        // The table may change with each step: only the first uses the index.
-        var found: FlowTable.Index? = index
+        var found: FlowTable.Found? = first
+        var known: FlowTable.KnownNeeds?
         while sent < turn, mayWriteFlows {
-            guard let index = found ?? flows.index(of: identifier) else { break }
-            found = nil
             // `transition` writes what the flow sends.
             // On a slow link a chunk stops near the room the tunnel has left, so
             // what waits in front of the link passes it by little (a small chunk costs a frame).
             let chunk = min(turn - sent, max(output.writableBytes, Self.smallestPacedChunk))
-            guard case .send(let item)? = transition(identifier, at: index, { $0.nextToSend(maximumChunk: chunk) }) else { break }
+            guard case .send(let item)? = transition(identifier, found: &found, known: &known, { $0.nextToSend(maximumChunk: chunk) }) else { break }
             wrote = true
             sent += item.payloadBytes
         }
-        let flow = flows.stream(identifier)
-        schedule.turnEnded(identifier, hasMore: flow?.hasSomethingToSend ?? false)
+        let needs = flows.needs(identifier, after: found, known: known)?.0
+        schedule.turnEnded(identifier, hasMore: needs?.hasSomethingToSend ?? false)
         // A flow whose last item was its close is done once it has gone.
-        if let flow, flow.isDone {
+        if needs?.isDone == true {
             forget(identifier)
         }
         return wrote
