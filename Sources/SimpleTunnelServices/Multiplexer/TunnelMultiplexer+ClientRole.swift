@@ -45,7 +45,8 @@ extension TunnelMultiplexer {
 
     /// Enters a new flow in the table and reconciles it with its first state.
     func addFlow(_ identifier: TunnelConnectionIdentifier, _ flow: FlowState, endpoint: LocalFlowEnd?) {
-        flows.data[identifier] = flow
+        let added = flows.insert(.stream(flow), for: identifier)
+        assert(added, "flow \(identifier) is in the table already")
         if let endpoint {
             endpoints[identifier] = EndpointSlot(end: endpoint)
         }
@@ -55,7 +56,8 @@ extension TunnelMultiplexer {
 
     /// Enters a new IP flow in the table (it has nothing to send or read yet).
     func addIPFlow(_ identifier: TunnelConnectionIdentifier, _ flow: IPFlowState, endpoint: LocalFlowEnd?) {
-        flows.ip[identifier] = flow
+        let added = flows.insert(.ip(flow), for: identifier)
+        assert(added, "flow \(identifier) is in the table already")
         if let endpoint {
             endpoints[identifier] = EndpointSlot(end: endpoint)
         }

@@ -11,27 +11,44 @@ extension TunnelMultiplexer {
     @discardableResult
     @inline(__always)
     func transition(_ identifier: TunnelConnectionIdentifier, _ event: (inout FlowState) -> FlowAction) -> FlowAction? {
-        guard let index = flows.data.index(forKey: identifier) else { return nil }
-        // In place: reading `flows.values[index]` for the counts would copy the whole flow each time.
-        let (action, queuedChange, earlyChange) = Self.run(event, on: &flows.data.values[index])
-        perform(action, for: identifier)
-        account(queued: queuedChange, early: earlyChange)
-        reconcile(identifier)
-        return action
+        var found: FlowTable.Found?
+        var known: FlowTable.KnownNeeds?
+        return transition(identifier, found: &found, known: &known, event)
     }
 
-    /// `event` on `flow`, with how much its queue and its early data grew.
-    private static func run(
-        _ event: (inout FlowState) -> FlowAction, on flow: inout FlowState
-    ) -> (FlowAction, queued: Int, early: Int) {
-        let queuedBefore = flow.queue.bufferedBytes
-        let earlyBefore = flow.earlyDataBytes
-        let action = event(&flow)
-        return (action, flow.queue.bufferedBytes - queuedBefore, flow.earlyDataBytes - earlyBefore)
+    /// `transition` of the flow just found.
+    @discardableResult
+    @inline(__always)
+    func transition(_ identifier: TunnelConnectionIdentifier, at found: FlowTable.Found, _ event: (inout FlowState) -> FlowAction) -> FlowAction? {
+        var found: FlowTable.Found? = found
+        var known: FlowTable.KnownNeeds?
+        return transition(identifier, found: &found, known: &known, event)
+    }
+
+    /// `transition`, the flow looked for where `found` says, unless a flow
+    /// entered or left the table since; `found` is then where it was last
+    /// seen, and `known` what it needed then, for the caller's next step.
+    /// A flow of the other kind is our own
+    /// mistake: callers check the kind first where the peer names the flow.
+    @discardableResult
+    @inline(__always)
+    func transition(
+        _ identifier: TunnelConnectionIdentifier, found: inout FlowTable.Found?, known: inout FlowTable.KnownNeeds?,
+        _ event: (inout FlowState) -> FlowAction
+    ) -> FlowAction? {
+        guard let (run, at) = flows.runStream(identifier, after: found, event) else {
+            if flows.contains(identifier) { impossible(identifier, .eventForOtherKind) }
+            return nil
+        }
+        perform(run.action, for: identifier, kind: run.kind)
+        account(queued: run.queuedChange, early: run.earlyChange)
+        found = reconcile(identifier, after: at, known: run.needs)
+        known = run.needs
+        return run.action
     }
 
     /// Carries out what a flow's event decided.
-    private func perform(_ action: FlowAction, for identifier: TunnelConnectionIdentifier) {
+    private func perform(_ action: FlowAction, for identifier: TunnelConnectionIdentifier, kind: FlowState.Kind) {
         switch action {
         case .none, .drop:
             // A drop is harmless; callers that count drops read the returned action.
@@ -64,22 +81,13 @@ extension TunnelMultiplexer {
         case .shutdownLocalOutput:
             shutdownLocalOutput(identifier)
         case .confirmOpen(let early, let configuration, let shutdownLocalOutput):
-            if let kind = flows.data[identifier]?.kind {
-                confirmOpen(identifier, kind: kind, early: early, configuration: configuration, shutdownLocalOutput: shutdownLocalOutput)
-            }
+            confirmOpen(identifier, kind: kind, early: early, configuration: configuration, shutdownLocalOutput: shutdownLocalOutput)
         case .endFailedOpen(let answer):
             endFailedOpen(identifier, answer: answer)
         case .refuseDuplicateOpen:
-            refuseDuplicateOpen(identifier)
+            refuseDuplicateOpen(identifier, kind: kind)
         case .completeOpen(let configuration, let shutdownLocalOutput):
-            counters.statistics.flowsOpened += 1
-            if flows.data[identifier]?.kind == .udp {
-                startUDPExpiry()
-            }
-            client.opens.removeValue(forKey: identifier)?(.success(configuration))
-            if shutdownLocalOutput {
-                self.shutdownLocalOutput(identifier)
-            }
+            completeOpen(identifier, kind: kind, configuration: configuration, shutdownLocalOutput: shutdownLocalOutput)
         case .failPendingOpen(let failure):
             failPendingOpen(identifier, failure)
         case .forget(let aborting):
@@ -114,6 +122,20 @@ extension TunnelMultiplexer {
         }
     }
 
+    /// Client: the server answered our open with success.
+    func completeOpen(
+        _ identifier: TunnelConnectionIdentifier, kind: TunnelFlowKind, configuration: [String: PropertyListValue]?, shutdownLocalOutput: Bool
+    ) {
+        counters.statistics.flowsOpened += 1
+        if kind == .udp {
+            startUDPExpiry()
+        }
+        client.opens.removeValue(forKey: identifier)?(.success(configuration))
+        if shutdownLocalOutput {
+            self.shutdownLocalOutput(identifier)
+        }
+    }
+
     /// Ends the peer-to-local stream on the socket. Only a byte stream has
     /// one to end: a datagram socket just stops getting what the peer sends.
     private func shutdownLocalOutput(_ identifier: TunnelConnectionIdentifier) {
@@ -132,7 +154,8 @@ extension TunnelMultiplexer {
     }
 
     /// Server: a second `open` of an identifier in use (PROTOCOL.md A6) is answered 1; the flow stays.
-    func refuseDuplicateOpen(_ identifier: TunnelConnectionIdentifier) {
+    func refuseDuplicateOpen(_ identifier: TunnelConnectionIdentifier, kind: TunnelFlowKind) {
+        peerNotice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "kind": "\(kind)"])
         counters.metrics?.openResult(.invalidParameter)
         sendControl(.openResult(identifier: identifier, result: .invalidParameter))
     }

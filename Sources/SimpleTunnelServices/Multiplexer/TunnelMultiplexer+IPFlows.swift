@@ -3,16 +3,38 @@ import NIOCore
 extension TunnelMultiplexer {
     /// `transition` for an IP flow: runs one event of its `IPFlowState`,
     /// performs the action, then reconciles the flow. Returns the action, nil
-    /// for an identifier that names no IP flow.
+    /// for an identifier that names no flow.
     @discardableResult
     func transitionIP(_ identifier: TunnelConnectionIdentifier, _ event: (inout IPFlowState) -> IPFlowAction) -> IPFlowAction? {
-        guard let index = flows.ip.index(forKey: identifier) else { return nil }
-        let queuedBefore = flows.ip.values[index].queue.bufferedBytes
-        let action = event(&flows.ip.values[index])
-        let queued = flows.ip.values[index].queue.bufferedBytes - queuedBefore
+        var found: FlowTable.Found?
+        return transitionIP(identifier, found: &found, event)
+    }
+
+    /// `transitionIP` of the flow just found.
+    @discardableResult
+    func transitionIP(
+        _ identifier: TunnelConnectionIdentifier, at found: FlowTable.Found, _ event: (inout IPFlowState) -> IPFlowAction
+    ) -> IPFlowAction? {
+        var found: FlowTable.Found? = found
+        return transitionIP(identifier, found: &found, event)
+    }
+
+    /// `transitionIP`, the flow looked for where `found` says, unless a flow
+    /// entered or left the table since; `found` is then where it was last
+    /// seen. A flow of the other kind is our own mistake: callers check the
+    /// kind first where the peer names the flow.
+    @discardableResult
+    func transitionIP(
+        _ identifier: TunnelConnectionIdentifier, found: inout FlowTable.Found?, _ event: (inout IPFlowState) -> IPFlowAction
+    ) -> IPFlowAction? {
+        guard let (action, queued, at) = flows.runIP(identifier, after: found, event) else {
+            if flows.contains(identifier) { impossible(identifier, .eventForOtherKind) }
+            return nil
+        }
         perform(action, forIP: identifier)
         account(queued: queued, early: 0)
-        if let flow = flows.ip[identifier], flow.hasSomethingToSend, schedule.markReady(identifier) {
+        found = at
+        if flows.ipHasSomethingToSend(identifier, after: at), schedule.markReady(identifier) {
             scheduleDrain()
         }
         return action
@@ -42,10 +64,9 @@ extension TunnelMultiplexer {
         case .endFailedOpen(let answer):
             endFailedOpen(identifier, answer: answer)
         case .refuseDuplicateOpen:
-            refuseDuplicateOpen(identifier)
+            refuseDuplicateOpen(identifier, kind: .ip)
         case .completeOpen(let configuration):
-            counters.statistics.flowsOpened += 1
-            client.opens.removeValue(forKey: identifier)?(.success(configuration))
+            completeOpen(identifier, kind: .ip, configuration: configuration, shutdownLocalOutput: false)
         case .failPendingOpen(let failure):
             failPendingOpen(identifier, failure)
         case .forget:
@@ -55,15 +76,16 @@ extension TunnelMultiplexer {
         }
     }
 
-    /// An IP flow's turn in the tunnel: up to one turn (`turnBytes`) of its packets.
-    /// Returns whether anything was written.
-    func sendIPTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
+    /// An IP flow's turn in the tunnel: up to one turn (`turnBytes`) of its
+    /// packets, `first` where it was just found. Returns whether anything was written.
+    func sendIPTurn(of identifier: TunnelConnectionIdentifier, at first: FlowTable.Found) -> Bool {
         var sent = 0
         var wrote = false
         let now = NIODeadline.now()
         let quantum = turn
+        var found: FlowTable.Found? = first
         turn: while sent < quantum, mayWriteFlows {
-            switch transitionIP(identifier, { $0.nextToSend(maximumChunk: quantum - sent, now: now) }) {
+            switch transitionIP(identifier, found: &found, { $0.nextToSend(maximumChunk: quantum - sent, now: now) }) {
             case .send(_, let bytes)?:
                 wrote = true
                 sent += bytes
@@ -73,7 +95,7 @@ extension TunnelMultiplexer {
                 break turn
             }
         }
-        schedule.turnEnded(identifier, hasMore: flows.ip[identifier]?.hasSomethingToSend ?? false)
+        schedule.turnEnded(identifier, hasMore: flows.ipHasSomethingToSend(identifier, after: found))
         return wrote
     }
 }

@@ -26,7 +26,8 @@ extension TunnelMultiplexer: FlowEventSink {
     }
 
     public func flow(_ identifier: TunnelConnectionIdentifier, writabilityChanged isWritable: Bool) {
-        guard flows.data[identifier] != nil else { return }
+        guard let (kind, _) = flows.kind(identifier) else { return }
+        guard kind == .stream else { return impossible(identifier, .eventForOtherKind) }
         if isWritable {
             // Drained below its low mark, whether or not a `resume` follows
             // (none after the peer ended its stream): the peer may be read again.
@@ -37,7 +38,8 @@ extension TunnelMultiplexer: FlowEventSink {
 
     public func flowDidClose(_ identifier: TunnelConnectionIdentifier) {
         // A forgotten flow's endpoint reports its close through `detach` instead.
-        guard flows.data[identifier] != nil else { return }
+        guard let (kind, _) = flows.kind(identifier) else { return }
+        guard kind == .stream else { return impossible(identifier, .eventForOtherKind) }
         logger.trace("local socket closed", metadata: ["flow": "\(identifier)"])
         // The socket is gone: nothing more will be written to or read from it.
         endpoints.removeValue(forKey: identifier)

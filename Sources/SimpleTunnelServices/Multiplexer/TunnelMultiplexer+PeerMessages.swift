@@ -63,7 +63,10 @@ extension TunnelMultiplexer {
             guard let request = client.authentications.popFirst() else { return dropUnexpected(message) }
             request(.success(TunnelLoginAnswer(result: result, detail: detail)))
         case (.packets(let identifier, let packets), _):
-            guard case .writeLocal? = transitionIP(identifier, { $0.receivePackets(packets) }) else {
+            // Packets for a TCP or UDP flow are the peer's mistake, not ours: dropped like those for no flow.
+            guard case (.ip?, let found)? = flows.kind(identifier),
+                case .writeLocal? = transitionIP(identifier, at: found, { $0.receivePackets(packets) })
+            else {
                 return dropUnexpected(message)
             }
         case (.open, .client), (.openResult, .server), (.authenticate, .client), (.authenticateResult, .server),
@@ -75,7 +78,7 @@ extension TunnelMultiplexer {
     // MARK: Data
 
     private func receiveData(_ payload: ByteBuffer, endpoint destination: TunnelEndpoint?, for identifier: TunnelConnectionIdentifier) {
-        guard let kind = flows.data[identifier]?.kind else {
+        guard let (kind, found) = flows.streamKind(identifier) else {
             return dropUnknown(.data(identifier: identifier, payload: ByteBuffer(), endpoint: nil))
         }
         if kind == .udp, case .server = role, destination == nil {
@@ -86,7 +89,7 @@ extension TunnelMultiplexer {
         counters.metrics?.bytesFromPeer(payload.readableBytes)
         meterReceived(payload.readableBytes)
         // Changed in place (through `transition`): a copy of the flow would copy its early data on every append.
-        transition(identifier) { $0.receiveData(payload, to: destination, now: .now()) }
+        transition(identifier, at: found) { $0.receiveData(payload, to: destination, now: .now()) }
     }
 
     // MARK: Close
@@ -99,20 +102,20 @@ extension TunnelMultiplexer {
     // MARK: Open (server)
 
     private func receiveOpen(_ request: TunnelOpenRequest, for identifier: TunnelConnectionIdentifier, opener: FlowOpener) {
-        // Metadata is built only when a line is logged: an open is on every flow's path.
-        if flows.ip[identifier] != nil {
-            // An IP flow never half-closes: its identifier is never the peer's to reuse while it runs.
-            transitionIP(identifier) { $0.peerReopened() }
-            peerNotice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
-            return
-        }
-        if flows.data[identifier] != nil {
-            guard case .forget? = transition(identifier, { $0.peerReopened() }) else {
-                peerNotice("refusing open of an identifier in use", metadata: ["flow": "\(identifier)", "request": "\(request)"])
+        // A second open of an identifier in use is refused (and logged) where its action is carried out.
+        if let (kind, found) = flows.kind(identifier) {
+            switch kind {
+            case .ip?:
+                // An IP flow never half-closes: its identifier is never the peer's to reuse while it runs.
+                transitionIP(identifier, at: found) { $0.peerReopened() }
                 return
+            case .stream?:
+                guard case .forget? = transition(identifier, at: found, { $0.peerReopened() }) else { return }
+                // Nothing of the old flow reaches the peer any more: its queue went, its socket is detached.
+                logger.debug("a new open replaces a flow that was closing", metadata: ["flow": "\(identifier)"])
+            case nil:
+                return impossible(identifier, .phaseBeingModified)
             }
-            // Nothing of the old flow reaches the peer any more: its queue went, its socket is detached.
-            logger.debug("a new open replaces a flow that was closing", metadata: ["flow": "\(identifier)"])
         }
         let kind = FlowState.Kind(request)
         if flows.count >= limits.maximumFlows || (kind == .udp && udp.count >= limits.maximumUDPFlows) {

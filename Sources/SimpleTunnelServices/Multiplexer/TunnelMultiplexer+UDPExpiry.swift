@@ -13,7 +13,10 @@ extension TunnelMultiplexer {
     private func expireIdleUDPFlows() {
         udp.expiry = nil
         let deadline = NIODeadline.now() - limits.udpIdleTimeout
-        let idle = flows.data.filter { $0.value.kind == .udp && $0.value.isOpen && $0.value.lastActivity < deadline }.keys
+        var idle: [TunnelConnectionIdentifier] = []
+        for case (let identifier, .stream(let flow)) in flows.entries where flow.kind == .udp && flow.isOpen && flow.lastActivity < deadline {
+            idle.append(identifier)
+        }
         for identifier in idle {
             abort(identifier, reason: "UDP flow idle for \(limits.udpIdleTimeout)")
         }

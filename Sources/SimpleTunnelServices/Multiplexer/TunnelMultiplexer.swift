@@ -169,11 +169,12 @@ public final class TunnelMultiplexer {
         udp.expiry?.cancel()
         udp.expiry = nil
         traffic.holds.cancel()
-        for flow in flows.data.values where flow.isOpen {
-            counters.metrics?.flowClosed(flow.kind)
-        }
-        for flow in flows.ip.values where flow.isOpen {
-            counters.metrics?.flowClosed(.ip)
+        for entry in flows.entries.values {
+            switch entry {
+            case .stream(let flow) where flow.isOpen: counters.metrics?.flowClosed(flow.kind)
+            case .ip(let flow) where flow.isOpen: counters.metrics?.flowClosed(.ip)
+            default: break
+            }
         }
         let slots = endpoints.values
         serverBudget?.forget(ObjectIdentifier(self))
@@ -191,17 +192,22 @@ public final class TunnelMultiplexer {
     // MARK: Transitions
 
     /// Brings the flow's endpoint, its place in the schedule and its existence
-    /// in line with its state.
-    func reconcile(_ identifier: TunnelConnectionIdentifier) {
-        guard let flow = flows.data[identifier] else { return }
-        if flow.isDone {
+    /// in line with its state, read where it is (`earlier`, where the flow
+    /// was found before, saves the lookup while no flow entered or left the
+    /// table; `known`, the answer of the event just run, saves reading it
+    /// while it holds). Returns where the flow was found, nil when it is gone.
+    @discardableResult
+    func reconcile(_ identifier: TunnelConnectionIdentifier, after earlier: FlowTable.Found? = nil, known: FlowTable.KnownNeeds? = nil) -> FlowTable.Found? {
+        guard let (needs, found) = flows.needs(identifier, after: earlier, known: known) else { return nil }
+        if needs.isDone {
             forget(identifier)
-            return
+            return nil
         }
-        if flow.hasSomethingToSend, schedule.markReady(identifier) {
+        if needs.hasSomethingToSend, schedule.markReady(identifier) {
             scheduleDrain()
         }
-        updateReading(identifier, wanted: flow.wantsReading && budgets.mayReadLocally)
+        updateReading(identifier, wanted: needs.wantsReading && budgets.mayReadLocally)
+        return found
     }
 
     /// Counts what the tunnel holds and acts when a budget is crossed.
@@ -222,7 +228,7 @@ public final class TunnelMultiplexer {
 
     private func updateEveryFlowsReading() {
         let may = budgets.mayReadLocally
-        for (identifier, flow) in flows.data {
+        for case (let identifier, .stream(let flow)) in flows.entries {
             updateReading(identifier, wanted: flow.wantsReading && may)
         }
     }
@@ -333,30 +339,41 @@ public final class TunnelMultiplexer {
 
     /// Sends up to one turn of a flow's queue; returns whether anything was written.
     private func sendTurn(of identifier: TunnelConnectionIdentifier) -> Bool {
+        switch flows.kind(identifier) {
+        case (.stream?, let found)?:
+            return sendStreamTurn(of: identifier, at: found)
+        case (.ip?, let found)?:
+            return sendIPTurn(of: identifier, at: found)
+        case (nil, _)?:
+            impossible(identifier, .phaseBeingModified)
+            return false
+        case nil:
+            schedule.turnEnded(identifier, hasMore: false)
+            return false
+        }
+    }
+
+    /// A TCP or UDP flow's turn: up to one turn of its queue, `first` where it
+    /// was just found. Returns whether anything was written.
+    private func sendStreamTurn(of identifier: TunnelConnectionIdentifier, at first: FlowTable.Found) -> Bool {
         var sent = 0
         var wrote = false
         let turn = self.turn
+        var found: FlowTable.Found? = first
+        var known: FlowTable.KnownNeeds?
         while sent < turn, mayWriteFlows {
             // `transition` writes what the flow sends.
             // On a slow link a chunk stops near the room the tunnel has left, so
             // what waits in front of the link passes it by little (a small chunk costs a frame).
             let chunk = min(turn - sent, max(output.writableBytes, Self.smallestPacedChunk))
-            switch transition(identifier, { $0.nextToSend(maximumChunk: chunk) }) {
-            case .send(let item)?:
-                wrote = true
-                sent += item.payloadBytes
-                continue
-            case nil where !wrote:
-                // Not a TCP or UDP flow: found out here, so their turns pay no lookup of their own.
-                return sendIPTurn(of: identifier)
-            default:
-                break
-            }
-            break
+            guard case .send(let item)? = transition(identifier, found: &found, known: &known, { $0.nextToSend(maximumChunk: chunk) }) else { break }
+            wrote = true
+            sent += item.payloadBytes
         }
-        schedule.turnEnded(identifier, hasMore: flows.data[identifier]?.hasSomethingToSend ?? false)
+        let needs = flows.needs(identifier, after: found, known: known)?.0
+        schedule.turnEnded(identifier, hasMore: needs?.hasSomethingToSend ?? false)
         // A flow whose last item was its close is done once it has gone.
-        if let flow = flows.data[identifier], flow.isDone {
+        if needs?.isDone == true {
             forget(identifier)
         }
         return wrote
@@ -378,13 +395,14 @@ public final class TunnelMultiplexer {
     func forget(_ identifier: TunnelConnectionIdentifier, aborting: Bool = false) {
         let kind: TunnelFlowKind
         let wasOpen: Bool
-        if let flow = flows.data.removeValue(forKey: identifier) {
+        switch flows.remove(identifier) {
+        case .stream(let flow)?:
             account(queued: -flow.queue.bufferedBytes, early: -flow.earlyDataBytes)
             (kind, wasOpen) = (flow.kind, flow.isOpen)
-        } else if let flow = flows.ip.removeValue(forKey: identifier) {
+        case .ip(let flow)?:
             account(queued: -flow.queue.bufferedBytes, early: 0)
             (kind, wasOpen) = (.ip, flow.isOpen)
-        } else {
+        case .modifying?, nil:
             return
         }
         let slot = endpoints.removeValue(forKey: identifier)

@@ -60,6 +60,18 @@ struct ImpossibleFlowEventTrapTests {
         }
     }
 
+    /// A local end reporting what only the other kind of flow does is our own
+    /// mistake too: one table, one lookup, and the kind it finds decides.
+    @Test func aLocalEventOfTheOtherKindStopsTheProgram() async {
+        await #expect(processExitsWith: .failure) {
+            let loop = EmbeddedEventLoop()
+            let multiplexer = TunnelMultiplexer(role: .client, output: RecordingOutput(), eventLoop: loop, logger: Logger(label: "test"))
+            let identifier = multiplexer.openFlow(.plainIP, endpoint: { _ in .ip(RecordingPacketEndpoint()) }) { _ in }
+            multiplexer.receive(.message(.openResult(identifier: identifier ?? 0, result: .success)))
+            multiplexer.flowDidReadEndOfFile(identifier ?? 0)
+        }
+    }
+
     /// The same call on a client's flow is no mistake, so the test above stops for the reason it names.
     @Test func theSameCallOnAClientsFlowIsFine() {
         let loop = EmbeddedEventLoop()

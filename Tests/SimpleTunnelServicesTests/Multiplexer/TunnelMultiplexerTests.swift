@@ -211,3 +211,26 @@ struct TunnelMultiplexerTests {
         #expect(failed && configurationFailed)
     }
 }
+
+extension TunnelMultiplexerTests {
+    /// What an event says its flow needs serves `reconcile` only while no
+    /// other event ran: here the socket's write reports its end of file at
+    /// once, inside the peer data's event, and reading must stay stopped.
+    @Test func anEventInsideAnotherLeavesTheFlowAsItSaysNotAsTheOuterOneFoundIt() {
+        let multiplexer = clientMultiplexer()
+        let (identifier, endpoint) = openedFlow(multiplexer)
+        #expect(endpoint.reading)
+        var reported = false
+        endpoint.onWrite = { _ in
+            guard !reported else { return }
+            reported = true
+            multiplexer.flowDidReadEndOfFile(identifier)
+        }
+        multiplexer.receive(.message(.data(identifier: identifier, payload: ByteBuffer(repeating: 1, count: 16))))
+        // Before the tick ends: the turn that sends the close would set reading right again.
+        #expect(reported)
+        #expect(!endpoint.reading, "the local end of file stopped reading; the outer event must not restart it")
+        loop.run()
+        #expect(!endpoint.reading)
+    }
+}

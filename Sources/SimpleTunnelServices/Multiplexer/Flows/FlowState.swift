@@ -128,6 +128,17 @@ struct FlowState {
         return isOpen || sendableBytes > queue.bufferedBytes
     }
 
+    /// What the multiplexer brings the world in line with after each event.
+    struct Needs {
+        var isDone: Bool
+        var hasSomethingToSend: Bool
+        var wantsReading: Bool
+    }
+
+    var needs: Needs {
+        Needs(isDone: isDone, hasSomethingToSend: hasSomethingToSend, wantsReading: wantsReading)
+    }
+
     // MARK: Opening
 
     /// Server: the destination is connected (or the UDP socket bound, the lease made).

@@ -13,6 +13,9 @@ enum ImpossibleFlowEvent: String, Hashable, Sendable, CaseIterable {
     case openFailedWhenNotOpening = "a connect failed for a flow that was not connecting"
     /// An open result reached a flow the server side opened.
     case openResultForServerFlow = "an open result reached a server's flow"
+    /// A local end reported an event its flow's kind does not take (packets
+    /// for a TCP or UDP flow, bytes or a socket's close for an IP flow).
+    case eventForOtherKind = "a local end reported an event of the other kind of flow"
     /// An event saw a phase that exists only inside another event.
     case phaseBeingModified = "an event saw a flow whose phase was being changed"
 }

@@ -1,6 +1,6 @@
 /// An event both flow machines take (`FlowState` for TCP and UDP flows,
 /// `IPFlowState` for IP flows), so the multiplexer says it once and
-/// `TunnelMultiplexer.deliver` runs it on whichever machine holds the flow.
+/// `TunnelMultiplexer.deliver` runs it on the machine of the flow's kind.
 enum SharedFlowEvent {
     /// The peer sent `suspend` (true) or `resume` (false).
     case peerSuspended(Bool)
@@ -11,39 +11,47 @@ enum SharedFlowEvent {
     case openSucceeded(configuration: [String: PropertyListValue]?)
     /// Client: the server answered our `open`.
     case openResultReceived(TunnelConnectionOpenResult, configuration: [String: PropertyListValue]?, detail: TunnelOpenResultDetail?)
+}
 
-    func apply<Machine: FlowMachine>(to flow: inout Machine) -> Machine.Action {
-        switch self {
-        case .peerSuspended(let suspended): flow.peerSuspended(suspended)
-        case .peerClosed(let direction): flow.peerClosed(direction)
-        case .openFailed(let failure): flow.openFailed(failure)
-        case .openSucceeded(let configuration): flow.openSucceeded(configuration: configuration)
+extension FlowState {
+    /// The shared event, by the method this machine answers it with.
+    mutating func take(_ event: SharedFlowEvent) -> FlowAction {
+        switch event {
+        case .peerSuspended(let suspended): peerSuspended(suspended)
+        case .peerClosed(let direction): peerClosed(direction)
+        case .openFailed(let failure): openFailed(failure)
+        case .openSucceeded(let configuration): openSucceeded(configuration: configuration)
         case .openResultReceived(let result, let configuration, let detail):
-            flow.openResultReceived(result, configuration: configuration, detail: detail)
+            openResultReceived(result, configuration: configuration, detail: detail)
         }
     }
 }
 
-/// What both flow machines answer, each with its own action type.
-protocol FlowMachine {
-    associatedtype Action
-    mutating func peerSuspended(_ suspended: Bool) -> Action
-    mutating func peerClosed(_ direction: TunnelConnectionCloseDirection) -> Action
-    mutating func openFailed(_ failure: FlowOpenFailure) -> Action
-    mutating func openSucceeded(configuration: [String: PropertyListValue]?) -> Action
-    mutating func openResultReceived(
-        _ result: TunnelConnectionOpenResult, configuration: [String: PropertyListValue]?, detail: TunnelOpenResultDetail?
-    ) -> Action
+extension IPFlowState {
+    /// The shared event, by the method this machine answers it with.
+    mutating func take(_ event: SharedFlowEvent) -> IPFlowAction {
+        switch event {
+        case .peerSuspended(let suspended): peerSuspended(suspended)
+        case .peerClosed(let direction): peerClosed(direction)
+        case .openFailed(let failure): openFailed(failure)
+        case .openSucceeded(let configuration): openSucceeded(configuration: configuration)
+        case .openResultReceived(let result, let configuration, let detail):
+            openResultReceived(result, configuration: configuration, detail: detail)
+        }
+    }
 }
 
-extension FlowState: FlowMachine {}
-extension IPFlowState: FlowMachine {}
-
 extension TunnelMultiplexer {
-    /// Runs `event` on the flow's machine, whichever kind it is. Returns false
-    /// when no flow has the identifier.
+    /// Runs `event` on the flow's machine, whichever kind it is: one lookup,
+    /// one switch. Returns false when no flow has the identifier.
     @discardableResult
     func deliver(_ event: SharedFlowEvent, to identifier: TunnelConnectionIdentifier) -> Bool {
-        transition(identifier, { event.apply(to: &$0) }) != nil || transitionIP(identifier, { event.apply(to: &$0) }) != nil
+        guard let (kind, found) = flows.kind(identifier) else { return false }
+        switch kind {
+        case .stream?: transition(identifier, at: found) { $0.take(event) }
+        case .ip?: transitionIP(identifier, at: found) { $0.take(event) }
+        case nil: impossible(identifier, .phaseBeingModified)
+        }
+        return true
     }
 }
