@@ -15,7 +15,7 @@ import Darwin
 /// writer's layout (Apple's orders keys its own way), a command the keys do
 /// not belong to, a value the message would refuse or read otherwise (its
 /// error comes from the general path). The head must be one of our shapes'
-/// bytes, every value's offset the one our writer gives it and the trailer
+/// bytes, every value's offset and form the ones our writer gives it and the trailer
 /// ours, so what this accepts the general reader accepts too and reads as the
 /// same message (ScalarFrameReaderTests compare the two).
 enum ScalarFrameReader {
@@ -27,7 +27,7 @@ enum ScalarFrameReader {
                 guard let value = cursor.readValue(from: document) else { return nil }
                 values[slot] = value
             }
-            guard cursor.index == cursor.tableStart else { return nil }
+            guard cursor.walk.index == cursor.walk.tableStart else { return nil }
             return message(shape.kind, values)
         }
     }
@@ -86,12 +86,9 @@ enum ScalarFrameReader {
 
 extension ScalarFrameReader {
     private struct Cursor {
-        let bytes: UnsafeRawBufferPointer
-        let tableStart: Int
-        let offsetWidth: Int
+        /// Keys of the top dictionary.
         let keyCount: Int
-        var index = 0
-        var nextObject = 0
+        var walk: WriterLayoutCursor
 
         /// Checks the magic and the trailer: one-byte references, object 0 on
         /// top, a table of 1 + 2 × keys entries right before the trailer.
@@ -104,32 +101,29 @@ extension ScalarFrameReader {
             let trailer = bytes.count - Format.trailerLength
             let offsetWidth = Int(bytes[trailer + 6])
             guard (0..<6).allSatisfy({ bytes[trailer + $0] == 0 }), (1...8).contains(offsetWidth), bytes[trailer + 7] == 1,
-                Self.bigEndian(bytes, at: trailer + 8, width: 8) == UInt64(1 + 2 * keyCount),
-                Self.bigEndian(bytes, at: trailer + 16, width: 8) == 0,
-                let tableStart = Int(exactly: Self.bigEndian(bytes, at: trailer + 24, width: 8)), tableStart > magic,
+                BinaryPropertyListFormat.bigEndian(bytes, at: trailer + 8, width: 8) == UInt64(1 + 2 * keyCount),
+                BinaryPropertyListFormat.bigEndian(bytes, at: trailer + 16, width: 8) == 0,
+                let tableStart = Int(exactly: BinaryPropertyListFormat.bigEndian(bytes, at: trailer + 24, width: 8)), tableStart > magic,
                 tableStart < trailer, tableStart + (1 + 2 * keyCount) * offsetWidth == trailer
             else { return nil }
-            self.bytes = bytes
-            self.tableStart = tableStart
-            self.offsetWidth = offsetWidth
             self.keyCount = keyCount
-            index = magic
+            walk = WriterLayoutCursor(bytes: bytes, tableStart: tableStart, offsetWidth: offsetWidth, objectCount: 1 + 2 * keyCount, index: magic)
         }
 
         /// The shape whose head (dictionary and keys) the document starts with,
         /// each of those objects where the table puts it.
         mutating func readHead() -> ScalarShapes.Readable? {
-            guard let start = bytes.baseAddress else { return nil }
+            guard let start = walk.bytes.baseAddress else { return nil }
             for candidate in ScalarShapes.readable where candidate.keyCount == keyCount {
                 let head = candidate.shape.head
-                guard head.count <= tableStart,
+                guard head.count <= walk.tableStart,
                     head.withUnsafeBytes({ expected in expected.baseAddress.map { memcmp($0, start, head.count) == 0 } ?? false })
                 else { continue }
                 for offset in candidate.shape.headOffsets {
-                    index = offset
-                    guard beginObject() else { return nil }
+                    walk.index = offset
+                    guard walk.beginObject() else { return nil }
                 }
-                index = head.count
+                walk.index = head.count
                 return candidate
             }
             return nil
@@ -137,72 +131,24 @@ extension ScalarFrameReader {
 
         /// The next value object: an integer, an ASCII string or data; nil for anything else.
         mutating func readValue(from document: ByteBuffer) -> Value? {
-            guard beginObject(), index < tableStart else { return nil }
-            let marker = bytes[index]
-            switch BinaryPropertyListFormat.Marker(rawValue: marker >> 4) {
+            guard walk.beginObject(), walk.index < walk.tableStart else { return nil }
+            switch BinaryPropertyListFormat.Marker(rawValue: walk.bytes[walk.index] >> 4) {
             case .integer:
-                return integer().map(Value.integer)
+                return walk.integer().map(Value.integer)
             case .asciiString:
-                guard let length = count(), length <= tableStart - index else { return nil }
-                let text = UnsafeRawBufferPointer(rebasing: bytes[index..<(index + length)])
+                guard let length = walk.count(of: .asciiString), length <= walk.tableStart - walk.index else { return nil }
+                let text = UnsafeRawBufferPointer(rebasing: walk.bytes[walk.index..<(walk.index + length)])
                 guard !text.contains(where: { $0 >= 0x80 }) else { return nil }
-                index += length
+                walk.index += length
                 return .string(text)
             case .data:
-                guard let length = count(), length <= tableStart - index,
-                    let slice = document.getSlice(at: document.readerIndex + index, length: length)
+                guard let length = walk.count(of: .data), length <= walk.tableStart - walk.index,
+                    let slice = document.getSlice(at: document.readerIndex + walk.index, length: length)
                 else { return nil }
-                index += length
+                walk.index += length
                 return .data(slice)
             default:
                 return nil
-            }
-        }
-
-        // MARK: Pieces
-
-        /// True when the table puts the next object where the cursor is.
-        private mutating func beginObject() -> Bool {
-            guard nextObject < 1 + 2 * keyCount else { return false }
-            let entry = Self.bigEndian(bytes, at: tableStart + nextObject * offsetWidth, width: offsetWidth)
-            nextObject += 1
-            return entry == UInt64(index)
-        }
-
-        /// A string's or data's count after its marker: inline below 15, else the integer object after it.
-        private mutating func count() -> Int? {
-            let inline = Int(bytes[index] & 0x0F)
-            index += 1
-            if inline < Int(BinaryPropertyListFormat.extendedCount) { return inline }
-            guard index < tableStart, bytes[index] >> 4 == BinaryPropertyListFormat.Marker.integer.rawValue,
-                let count = integer(), count >= 0
-            else { return nil }
-            return Int(exactly: count)
-        }
-
-        /// An integer object read as the general reader reads it: 1, 2 and 4
-        /// bytes unsigned, 8 signed (16, rare, is left to it).
-        private mutating func integer() -> Int64? {
-            let exponent = Int(bytes[index] & 0x0F)
-            guard exponent <= 3 else { return nil }
-            let width = 1 << exponent
-            guard 1 + width <= tableStart - index else { return nil }
-            let value = Int64(bitPattern: Self.bigEndian(bytes, at: index + 1, width: width))
-            index += 1 + width
-            return value
-        }
-
-        /// The `width`-byte big-endian number at `offset`, which the caller has checked is in `bytes`.
-        private static func bigEndian(_ bytes: UnsafeRawBufferPointer, at offset: Int, width: Int) -> UInt64 {
-            switch width {
-            case 1: return UInt64(bytes[offset])
-            case 2: return UInt64(UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
-            case 4: return UInt64(UInt32(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
-            case 8: return UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-            default:
-                var value: UInt64 = 0
-                for position in offset..<(offset + width) { value = value << 8 | UInt64(bytes[position]) }
-                return value
             }
         }
     }

@@ -21,11 +21,10 @@ struct ScalarFrameReaderTests {
     }
 
     @Test func randomMessagesReadDirectlyAsTheGeneralReaderReadsThem() async {
-        await propertyCheck(
-            count: 1500,
-            input: Gen<Int>.int(in: 0...8), Gen<UInt64>.uint64().array(of: 4...4), Gen<UInt8>.uint8().array(of: 0...40),
-            Gen<Int>.int(in: 0...3_000)
-        ) { choice, words, text, payloadLength in
+        // Short hosts and payloads: the layout, not the size, is what differs from message to message.
+        await propertyCheck(count: 1500, input: Gen<Int>.int(in: 0...8), Gen<UInt64>.uint64().array(of: 4...4), Gen<UInt8>.uint8().array(of: 0...40)) {
+            choice, words, text in
+            let payloadLength = Int(words[1] % 3_000)
             var message = TunnelMessageScalarEncodingPropertyTests.message(choice: choice, words: words, text: text, payloadLength: payloadLength)
             if choice == 2, words[1] % 2 == 0 {
                 // With a detail, known or not.
