@@ -22,6 +22,8 @@ public enum TunnelFrame {
     public static func decodeMessage(payload: ByteBuffer) throws(TunnelWireError) -> TunnelMessage {
         // The IP path's message as our peers write it, without the property-list tree; all else below.
         if let packets = PacketsFrameReader.read(payload) { return packets }
+        // The per-flow messages as our peers write them, likewise.
+        if let message = ScalarFrameReader.read(payload) { return message }
         return try decodeMessageThroughPropertyList(payload: payload)
     }
 

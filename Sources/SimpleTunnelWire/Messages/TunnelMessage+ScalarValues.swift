@@ -63,7 +63,7 @@ extension TunnelMessage {
 }
 
 /// The key lists of the scalar messages, each after `identifier` and `command`.
-private enum ScalarShapes {
+enum ScalarShapes {
     static let bare = shape()
     static let data = shape(.data)
     static let datagram = shape(.data, .host, .port)
@@ -77,6 +77,35 @@ private enum ScalarShapes {
     static let resultWithDetail = shape(.resultCode, .resultDetail)
     static let authenticate = shape(.login, .password)
     static let authenticateOfferingRetry = shape(.login, .password, .retryLater)
+
+    /// The messages `ScalarFrameReader` reads, and the command each shape's keys belong to.
+    enum Kind {
+        case data, datagram, bare, close, openTCP, openResult, openResultWithDetail
+
+        /// Whether a message of this shape that carries `command` is the reader's to read.
+        func carries(_ command: TunnelCommand) -> Bool {
+            switch self {
+            case .data, .datagram: return command == .data
+            case .bare: return command == .suspend || command == .resume
+            case .close: return command == .close
+            case .openTCP: return command == .open
+            case .openResult, .openResultWithDetail: return command == .openResult
+            }
+        }
+    }
+
+    struct Readable {
+        let kind: Kind
+        let shape: ScalarDictionaryShape
+        var keyCount: Int { shape.keyCount }
+    }
+
+    /// The shapes `ScalarFrameReader` reads (at most 6 keys), most frequent first.
+    static let readable: [Readable] = [
+        Readable(kind: .data, shape: data), Readable(kind: .openTCP, shape: openTCP), Readable(kind: .openResult, shape: result),
+        Readable(kind: .close, shape: close), Readable(kind: .openResultWithDetail, shape: resultWithDetail),
+        Readable(kind: .datagram, shape: datagram), Readable(kind: .bare, shape: bare),
+    ]
 
     private static func shape(_ keys: TunnelMessageKey...) -> ScalarDictionaryShape {
         ScalarDictionaryShape(keys: ([.identifier, .command] + keys).map(\.rawValue))
