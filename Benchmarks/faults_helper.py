@@ -126,34 +126,6 @@ def recover(args):
     print("none")
 
 
-async def one_tunnel(port, index, echo_port, size, context):
-    """A tunnel from its own loopback address, with one TCP flow that echoes SIZE bytes."""
-    source = "127.1.%d.%d" % (index // 250, index % 250 + 1)
-    reader, writer = await asyncio.open_connection(
-        "127.0.0.1", port, ssl=context, server_hostname="localhost", local_addr=(source, 0))
-    try:
-        writer.write(frame({"identifier": 1, "command": 6, "tunnel-type": 0, "app-proxy-flow-type": 1, "host": "127.0.0.1", "port": echo_port}))
-        answer = await read_frame(reader)
-        while answer.get("command") != 7:
-            answer = await read_frame(reader)
-        if answer.get("result-code") != 0:
-            raise OSError("flow refused: %r" % answer)
-        # A piece at a time, each echoed before the next: never more in flight than the flow's window.
-        payload = b"x" * 16384
-        sent = received = 0
-        while sent < size:
-            writer.write(frame({"identifier": 1, "command": 1, "data": payload}))
-            sent += len(payload)
-            while received < sent:
-                message = await read_frame(reader)
-                if message.get("command") == 1:
-                    received += len(message.get("data", b""))
-        return writer
-    except BaseException:
-        writer.close()
-        raise
-
-
 def peak(args):
     """The tunnels in one asyncio loop and the echo server in a process of its own: a thread per
     tunnel (and per echoed flow) took 7 GB and the machine's every core at 8,000 tunnels, so the
@@ -179,8 +151,10 @@ async def peak_tunnels(args):
     gate = asyncio.Semaphore(args.concurrency)
 
     async def opened(index):
+        source = "127.1.%d.%d" % (index // 250, index % 250 + 1)
         async with gate:
-            return await asyncio.wait_for(one_tunnel(args.port, index, args.echo_port, args.bytes, context), 60)
+            _, writer = await asyncio.wait_for(echo_tunnel_async(args.port, source, args.echo_port, context, args.bytes), 60)
+            return writer
 
     results = await asyncio.gather(*(opened(index) for index in range(args.tunnels)), return_exceptions=True)
     tunnels = [result for result in results if not isinstance(result, BaseException)]
@@ -346,8 +320,9 @@ async def read_frame(reader):
     return plistlib.loads(await reader.readexactly(length - 4))
 
 
-async def echo_tunnel_async(port, source, echo_port, context):
-    """echo_tunnel's asyncio form: the stream pair of a tunnel proven by one echo."""
+async def echo_tunnel_async(port, source, echo_port, context, size=4):
+    """echo_tunnel's asyncio form: the stream pair of a tunnel whose TCP flow echoed SIZE bytes,
+    a piece at a time, each echoed before the next (never more in flight than the flow's window)."""
     reader, writer = await asyncio.open_connection(
         "127.0.0.1", port, ssl=context, server_hostname="localhost", local_addr=(source, 0))
     try:
@@ -357,9 +332,15 @@ async def echo_tunnel_async(port, source, echo_port, context):
             answer = await read_frame(reader)
         if answer.get("result-code") != 0:
             raise OSError("flow refused: %r" % answer)
-        writer.write(frame({"identifier": 1, "command": 1, "data": b"ping"}))
-        while (await read_frame(reader)).get("command") != 1:
-            pass
+        sent = received = 0
+        while sent < size:
+            piece = min(16384, size - sent)
+            writer.write(frame({"identifier": 1, "command": 1, "data": b"x" * piece}))
+            sent += piece
+            while received < sent:
+                message = await read_frame(reader)
+                if message.get("command") == 1:
+                    received += len(message.get("data", b""))
         return reader, writer
     except BaseException:
         writer.close()
