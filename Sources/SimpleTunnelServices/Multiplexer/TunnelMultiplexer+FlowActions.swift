@@ -51,8 +51,9 @@ extension TunnelMultiplexer {
     private func perform(_ action: FlowAction, for identifier: TunnelConnectionIdentifier, kind: FlowState.Kind) {
         switch action {
         case .none, .drop:
-            // A drop is harmless; callers that count drops read the returned action.
             break
+        case .dropLocalRead(let bytes):
+            logger.trace("dropped local data for a flow that no longer sends", metadata: ["flow": "\(identifier)", "bytes": "\(bytes)"])
         case .writeLocal(let payload, let destination):
             let (verdict, change) = budgets.chargeDelivered(identifier, bytes: payload.readableBytes)
             switch verdict {
@@ -92,6 +93,10 @@ extension TunnelMultiplexer {
             failPendingOpen(identifier, failure)
         case .forget(let aborting):
             forget(identifier, aborting: aborting)
+        case .forgetForNewOpen:
+            forget(identifier, aborting: false)
+            // Nothing of the old flow reaches the peer any more: its queue went, its socket is detached.
+            logger.debug("a new open replaces a flow that was closing", metadata: ["flow": "\(identifier)"])
         case .peerFault(let reason):
             abort(identifier, reason: reason)
         case .impossible(let event):

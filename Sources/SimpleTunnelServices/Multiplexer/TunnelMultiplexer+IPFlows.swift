@@ -43,11 +43,12 @@ extension TunnelMultiplexer {
     /// Carries out what an IP flow's event decided.
     private func perform(_ action: IPFlowAction, forIP identifier: TunnelConnectionIdentifier) {
         switch action {
-        case .none, .drop:
-            // Callers that count drops read the returned action.
+        case .none:
             break
-        case .dropWaiting(let count):
+        case .dropRead(let count), .dropWaiting(let count):
             counters.metrics?.packetsDroppedForCongestion(count: count)
+        case .dropFromPeer:
+            dropUnexpected(.packets, for: identifier)
         case .writeLocal(let packets):
             let bytes = packets.reduce(0) { $0 + $1.bytes.readableBytes }
             counters.statistics.bytesFromPeer += UInt64(bytes)

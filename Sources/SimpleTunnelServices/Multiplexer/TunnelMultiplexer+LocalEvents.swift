@@ -7,17 +7,13 @@ extension TunnelMultiplexer: FlowEventSink {
         // the early-data allowance at once (PROTOCOL.md A6); NIO may also read
         // a socket to its end when the application half-closes immediately.
         // Whatever exceeds the allowance waits in the queue for the open.
-        if case .drop? = transition(identifier, { $0.readLocal(data, from: source, now: .now()) }) {
-            // The peer ended this stream (close read): what the socket still delivers has nowhere to go.
-            logger.trace("dropped local data for a flow that no longer sends", metadata: ["flow": "\(identifier)", "bytes": "\(data.readableBytes)"])
-        }
+        // Once the peer ended this stream (close read), what the socket still delivers is dropped.
+        transition(identifier) { $0.readLocal(data, from: source, now: .now()) }
     }
 
     public func flow(_ identifier: TunnelConnectionIdentifier, didReadPackets packets: [TunnelPacket]) {
         guard !packets.isEmpty else { return }
-        if case .drop? = transitionIP(identifier, { $0.readPackets(packets, now: .now()) }) {
-            counters.metrics?.packetsDroppedForCongestion(count: packets.count)
-        }
+        transitionIP(identifier) { $0.readPackets(packets, now: .now()) }
     }
 
     public func flowDidReadEndOfFile(_ identifier: TunnelConnectionIdentifier) {

@@ -64,11 +64,9 @@ extension TunnelMultiplexer {
             request(.success(TunnelLoginAnswer(result: result, detail: detail)))
         case (.packets(let identifier, let packets), _):
             // Packets for a TCP or UDP flow are the peer's mistake, not ours: dropped like those for no flow.
-            guard case (.ip?, let found)? = flows.kind(identifier),
-                case .writeLocal? = transitionIP(identifier, at: found, { $0.receivePackets(packets) })
-            else {
-                return dropUnexpected(message)
-            }
+            guard case (.ip?, let found)? = flows.kind(identifier) else { return dropUnexpected(message) }
+            // Those for a flow not open yet are dropped (and logged) where the action is carried out.
+            transitionIP(identifier, at: found) { $0.receivePackets(packets) }
         case (.open, .client), (.openResult, .server), (.authenticate, .client), (.authenticateResult, .server),
             (.dns, .client):
             dropUnexpected(message)
@@ -110,9 +108,8 @@ extension TunnelMultiplexer {
                 transitionIP(identifier, at: found) { $0.peerReopened() }
                 return
             case .stream?:
-                guard case .forget? = transition(identifier, at: found, { $0.peerReopened() }) else { return }
-                // Nothing of the old flow reaches the peer any more: its queue went, its socket is detached.
-                logger.debug("a new open replaces a flow that was closing", metadata: ["flow": "\(identifier)"])
+                // A flow that was closing is forgotten (and that logged) where the action is carried out.
+                guard case .forgetForNewOpen? = transition(identifier, at: found, { $0.peerReopened() }) else { return }
             case nil:
                 return impossible(identifier, .phaseBeingModified)
             }
@@ -180,9 +177,10 @@ extension TunnelMultiplexer {
     }
 
     private func dropUnexpected(_ message: TunnelMessage) {
-        peerNotice(
-            "dropping message not valid here",
-            metadata: ["flow": "\(message.identifier)", "command": "\(message.command)"]
-        )
+        dropUnexpected(message.command, for: message.identifier)
+    }
+
+    func dropUnexpected(_ command: TunnelCommand, for identifier: TunnelConnectionIdentifier) {
+        peerNotice("dropping message not valid here", metadata: ["flow": "\(identifier)", "command": "\(command)"])
     }
 }

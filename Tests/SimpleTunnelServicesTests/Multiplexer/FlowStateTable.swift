@@ -41,6 +41,7 @@ extension FlowAction {
         case .none: "none"
         case .writeLocal: "writeLocal"
         case .drop: "drop"
+        case .dropLocalRead: "dropLocalRead"
         case .send(.data): "send(data)"
         case .send(.close(let direction)): "send(close(\(direction)))"
         case .suspendPeer: "suspendPeer"
@@ -52,6 +53,7 @@ extension FlowAction {
         case .completeOpen(_, let shutdown): shutdown ? "completeOpen(shutdown)" : "completeOpen"
         case .failPendingOpen: "failPendingOpen"
         case .forget(let aborting): aborting ? "forget(aborting)" : "forget"
+        case .forgetForNewOpen: "forgetForNewOpen"
         case .peerFault: "peerFault"
         case .impossible: "impossible"
         }
@@ -60,7 +62,7 @@ extension FlowAction {
     /// Whether the multiplexer forgets the flow when it performs this.
     var forgetsFlow: Bool {
         switch self {
-        case .endFailedOpen, .failPendingOpen, .forget, .peerFault, .impossible: true
+        case .endFailedOpen, .failPendingOpen, .forget, .forgetForNewOpen, .peerFault, .impossible: true
         default: false
         }
     }
@@ -131,7 +133,7 @@ enum FlowStateTable {
     /// state, event, next state, action: one row per pair, as `rows` parses it.
     static let text = """
         opening(both)         peerData              opening(both)         none
-        opening(both)         localData             opening(both)         drop
+        opening(both)         localData             opening(both)         dropLocalRead
         opening(both)         tunnelRoom            opening(both)         none
         opening(both)         peerSuspend           opening(both)         none
         opening(both)         peerResume            opening(both)         none
@@ -149,7 +151,7 @@ enum FlowStateTable {
         opening(both)         openResult(success)   trap
         opening(both)         openResult(refused)   trap
         opening(sending)      peerData              opening(sending)      drop
-        opening(sending)      localData             opening(sending)      drop
+        opening(sending)      localData             opening(sending)      dropLocalRead
         opening(sending)      tunnelRoom            opening(sending)      none
         opening(sending)      peerSuspend           opening(sending)      none
         opening(sending)      peerResume            opening(sending)      none
@@ -167,7 +169,7 @@ enum FlowStateTable {
         opening(sending)      openResult(success)   trap
         opening(sending)      openResult(refused)   trap
         opening(receiving)    peerData              opening(receiving)    none
-        opening(receiving)    localData             opening(receiving)    drop
+        opening(receiving)    localData             opening(receiving)    dropLocalRead
         opening(receiving)    tunnelRoom            opening(receiving)    none
         opening(receiving)    peerSuspend           opening(receiving)    none
         opening(receiving)    peerResume            opening(receiving)    none
@@ -185,7 +187,7 @@ enum FlowStateTable {
         opening(receiving)    openResult(success)   trap
         opening(receiving)    openResult(refused)   trap
         opening(none)         peerData              opening(none)         drop
-        opening(none)         localData             opening(none)         drop
+        opening(none)         localData             opening(none)         dropLocalRead
         opening(none)         tunnelRoom            opening(none)         none
         opening(none)         peerSuspend           opening(none)         none
         opening(none)         peerResume            opening(none)         none
@@ -203,7 +205,7 @@ enum FlowStateTable {
         opening(none)         openResult(success)   trap
         opening(none)         openResult(refused)   trap
         cancelled             peerData              cancelled             drop
-        cancelled             localData             cancelled             drop
+        cancelled             localData             cancelled             dropLocalRead
         cancelled             tunnelRoom            cancelled             none
         cancelled             peerSuspend           cancelled             none
         cancelled             peerResume            cancelled             none
@@ -257,7 +259,7 @@ enum FlowStateTable {
         awaiting(sending)     openResult(success)   open(sending)         completeOpen(shutdown)
         awaiting(sending)     openResult(refused)   forgotten             failPendingOpen
         awaiting(receiving)   peerData              awaiting(receiving)   drop
-        awaiting(receiving)   localData             awaiting(receiving)   drop
+        awaiting(receiving)   localData             awaiting(receiving)   dropLocalRead
         awaiting(receiving)   tunnelRoom            awaiting(receiving)   send(close(write))
         awaiting(receiving)   peerSuspend           awaiting(receiving)   none
         awaiting(receiving)   peerResume            awaiting(receiving)   none
@@ -275,7 +277,7 @@ enum FlowStateTable {
         awaiting(receiving)   openResult(success)   open(receiving)       completeOpen
         awaiting(receiving)   openResult(refused)   forgotten             failPendingOpen
         awaiting(none)        peerData              awaiting(none)        drop
-        awaiting(none)        localData             awaiting(none)        drop
+        awaiting(none)        localData             awaiting(none)        dropLocalRead
         awaiting(none)        tunnelRoom            awaiting(none)        send(close(write))
         awaiting(none)        peerSuspend           awaiting(none)        none
         awaiting(none)        peerResume            awaiting(none)        none
@@ -323,13 +325,13 @@ enum FlowStateTable {
         open(sending)         peerClose(all)        forgotten             forget
         open(sending)         localEOF              open(none)            none
         open(sending)         localClosed           open(none)            none
-        open(sending)         peerReopen            forgotten             forget
+        open(sending)         peerReopen            forgotten             forgetForNewOpen
         open(sending)         openSucceeded         trap
         open(sending)         openFailed            trap
         open(sending)         openResult(success)   open(sending)         none
         open(sending)         openResult(refused)   open(sending)         none
         open(receiving)       peerData              open(receiving)       writeLocal
-        open(receiving)       localData             open(receiving)       drop
+        open(receiving)       localData             open(receiving)       dropLocalRead
         open(receiving)       tunnelRoom            open(receiving)       none
         open(receiving)       peerSuspend           open(receiving)       none
         open(receiving)       peerResume            open(receiving)       none
@@ -341,13 +343,13 @@ enum FlowStateTable {
         open(receiving)       peerClose(all)        forgotten             forget
         open(receiving)       localEOF              open(receiving)       none
         open(receiving)       localClosed           open(none)            none
-        open(receiving)       peerReopen            forgotten             forget
+        open(receiving)       peerReopen            forgotten             forgetForNewOpen
         open(receiving)       openSucceeded         trap
         open(receiving)       openFailed            trap
         open(receiving)       openResult(success)   open(receiving)       none
         open(receiving)       openResult(refused)   open(receiving)       none
         open(none)            peerData              open(none)            drop
-        open(none)            localData             open(none)            drop
+        open(none)            localData             open(none)            dropLocalRead
         open(none)            tunnelRoom            done                  send(close(write))
         open(none)            peerSuspend           open(none)            none
         open(none)            peerResume            open(none)            none
@@ -359,7 +361,7 @@ enum FlowStateTable {
         open(none)            peerClose(all)        forgotten             forget
         open(none)            localEOF              open(none)            none
         open(none)            localClosed           open(none)            none
-        open(none)            peerReopen            forgotten             forget
+        open(none)            peerReopen            forgotten             forgetForNewOpen
         open(none)            openSucceeded         trap
         open(none)            openFailed            trap
         open(none)            openResult(success)   open(none)            none

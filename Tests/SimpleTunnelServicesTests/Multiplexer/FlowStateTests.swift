@@ -39,10 +39,10 @@ struct FlowStateTests {
         var live = openFlow()
         #expect(live.peerReopened().name == "refuseDuplicateOpen", "both streams run: a true duplicate")
         #expect(live.localReadEnded().name == "none")
-        #expect(live.peerReopened().name == "forget", "we sent close 3: the sample forgot the flow")
+        #expect(live.peerReopened().name == "forgetForNewOpen", "we sent close 3: the sample forgot the flow")
         var closedByPeer = openFlow()
         #expect(closedByPeer.peerClosed(.read).name == "none")
-        #expect(closedByPeer.peerReopened().name == "forget")
+        #expect(closedByPeer.peerReopened().name == "forgetForNewOpen")
     }
 
     @Test func closeTypeReadStopsSendingAndDropsWhatWasQueued() {
@@ -51,7 +51,7 @@ struct FlowStateTests {
         #expect(flow.peerClosed(.read).name == "none")
         #expect(flow.queue.isEmpty)
         #expect(!flow.wantsReading)
-        #expect(flow.readLocal(ByteBuffer(string: "late"), from: nil, now: .now()).name == "drop", "nothing more is queued")
+        #expect(flow.readLocal(ByteBuffer(string: "late"), from: nil, now: .now()).name == "dropLocalRead", "nothing more is queued")
         #expect(!flow.isDone)
         #expect(flow.receiveData(ByteBuffer(string: "still flows"), to: nil, now: .now()).name == "writeLocal")
     }

@@ -35,7 +35,8 @@ extension IPFlowAction {
     var name: String {
         switch self {
         case .none: "none"
-        case .drop: "drop"
+        case .dropRead: "dropRead"
+        case .dropFromPeer: "dropFromPeer"
         case .writeLocal: "writeLocal"
         case .send: "send(packets)"
         case .dropWaiting: "dropWaiting"
@@ -87,8 +88,8 @@ enum IPFlowStateTable {
 
     /// state, event, next state, action.
     static let text = """
-        opening               peerPackets           opening               drop
-        opening               localPackets          opening               drop
+        opening               peerPackets           opening               dropFromPeer
+        opening               localPackets          opening               dropRead
         opening               tunnelRoom            opening               none
         opening               peerSuspend           opening               none
         opening               peerResume            opening               none
@@ -101,8 +102,8 @@ enum IPFlowStateTable {
         opening               openFailed            forgotten             endFailedOpen(answer)
         opening               openResult(success)   trap
         opening               openResult(refused)   trap
-        cancelled             peerPackets           cancelled             drop
-        cancelled             localPackets          cancelled             drop
+        cancelled             peerPackets           cancelled             dropFromPeer
+        cancelled             localPackets          cancelled             dropRead
         cancelled             tunnelRoom            cancelled             none
         cancelled             peerSuspend           cancelled             none
         cancelled             peerResume            cancelled             none
@@ -115,8 +116,8 @@ enum IPFlowStateTable {
         cancelled             openFailed            forgotten             endFailedOpen
         cancelled             openResult(success)   trap
         cancelled             openResult(refused)   trap
-        awaiting              peerPackets           awaiting              drop
-        awaiting              localPackets          awaiting              drop
+        awaiting              peerPackets           awaiting              dropFromPeer
+        awaiting              localPackets          awaiting              dropRead
         awaiting              tunnelRoom            awaiting              none
         awaiting              peerSuspend           awaiting              none
         awaiting              peerResume            awaiting              none

@@ -12,8 +12,11 @@ enum FlowAction {
     case none
     /// Write the peer's bytes to the local socket.
     case writeLocal(ByteBuffer, to: TunnelEndpoint?)
-    /// Bytes with nowhere to go (a stream already ended, a full queue of packets): dropped, harmless.
+    /// The peer's bytes with nowhere to go (the stream to the socket already ended): dropped, harmless.
     case drop
+    /// Bytes the local socket still read after the flow stopped sending
+    /// (the peer ended this stream): dropped, logged at trace level.
+    case dropLocalRead(bytes: Int)
     /// Send this to the peer: the flow's turn in the tunnel.
     case send(FlowOutboundQueue.Item)
     /// The local socket cannot take more: ask the peer to stop sending...
@@ -36,6 +39,9 @@ enum FlowAction {
     /// Forget the flow and close its socket: after what was written (peer or
     /// local close), or at once, discarding it (`aborting`).
     case forget(aborting: Bool)
+    /// Server: a new `open` reuses the identifier of a flow that was closing:
+    /// forget it as `forget` does, and say so; the new flow opens after.
+    case forgetForNewOpen
     /// The peer broke the protocol for this flow: close it both ways at once
     /// and tell the peer; the tunnel goes on. (What ends a whole tunnel is
     /// found in decoding, and decided by `TunnelMessageDecodingError.disposition`.)

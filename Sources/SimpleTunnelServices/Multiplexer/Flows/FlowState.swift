@@ -180,7 +180,7 @@ struct FlowState {
     /// the identifier is the peer's to reuse (the old flow is forgotten, its
     /// socket gets what it was sent), as Apple's server (which never checks) lets it.
     func peerReopened() -> FlowAction {
-        if case .open(let running) = phase, running != .both { return .forget(aborting: false) }
+        if case .open(let running) = phase, running != .both { return .forgetForNewOpen }
         return .refuseDuplicateOpen
     }
 
@@ -243,7 +243,7 @@ struct FlowState {
 
     /// Bytes read from the local socket, for the peer; dropped once the flow no longer sends.
     mutating func readLocal(_ data: ByteBuffer, from source: TunnelEndpoint?, now: NIODeadline) -> FlowAction {
-        guard sending, isOpen || isAwaitingOpenResult else { return .drop }
+        guard sending, isOpen || isAwaitingOpenResult else { return .dropLocalRead(bytes: data.readableBytes) }
         lastActivity = now
         queue.appendData(data, source: source)
         updateQueueWatermarks()

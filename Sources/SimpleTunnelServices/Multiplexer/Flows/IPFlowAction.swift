@@ -3,8 +3,11 @@ import NIOCore
 /// What one event of an IP flow asks the multiplexer to do.
 enum IPFlowAction {
     case none
-    /// Packets with nowhere to go (the flow is not open, its queue is full): dropped, harmless.
-    case drop
+    /// Packets read from the device with nowhere to go (the flow is not open,
+    /// its queue is full): dropped and counted as congestion.
+    case dropRead(count: Int)
+    /// Packets from the peer for a flow not open: dropped, and logged as a message not valid here.
+    case dropFromPeer
     /// This many packets waited too long in the queue and were dropped (`CoDel`):
     /// count them; the flow's turn goes on.
     case dropWaiting(Int)

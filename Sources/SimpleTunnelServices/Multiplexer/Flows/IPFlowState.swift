@@ -111,12 +111,12 @@ struct IPFlowState {
 
     /// Packets from the peer, for the device: only once the flow is open.
     func receivePackets(_ packets: [TunnelPacket]) -> IPFlowAction {
-        isOpen ? .writeLocal(packets) : .drop
+        isOpen ? .writeLocal(packets) : .dropFromPeer
     }
 
     /// Packets read from the device at `now`, for the peer; dropped once the queue holds its limit.
     mutating func readPackets(_ packets: [TunnelPacket], now: NIODeadline) -> IPFlowAction {
-        guard isOpen, queue.bufferedBytes < queueLimit else { return .drop }
+        guard isOpen, queue.bufferedBytes < queueLimit else { return .dropRead(count: packets.count) }
         queue.append(packets, arrived: now)
         return .none
     }

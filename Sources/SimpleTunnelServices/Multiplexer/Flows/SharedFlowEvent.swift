@@ -13,9 +13,25 @@ enum SharedFlowEvent {
     case openResultReceived(TunnelConnectionOpenResult, configuration: [String: PropertyListValue]?, detail: TunnelOpenResultDetail?)
 }
 
-extension FlowState {
+/// The methods both flow machines answer the shared events with, so one
+/// `take` serves both; each machine keeps its own action type.
+protocol SharedFlowMachine {
+    associatedtype Action
+    mutating func peerSuspended(_ suspended: Bool) -> Action
+    mutating func peerClosed(_ direction: TunnelConnectionCloseDirection) -> Action
+    mutating func openFailed(_ failure: FlowOpenFailure) -> Action
+    mutating func openSucceeded(configuration: [String: PropertyListValue]?) -> Action
+    mutating func openResultReceived(
+        _ result: TunnelConnectionOpenResult,
+        configuration: [String: PropertyListValue]?,
+        detail: TunnelOpenResultDetail?
+    ) -> Action
+}
+
+extension SharedFlowMachine {
     /// The shared event, by the method this machine answers it with.
-    mutating func take(_ event: SharedFlowEvent) -> FlowAction {
+    @inline(__always)
+    mutating func take(_ event: SharedFlowEvent) -> Action {
         switch event {
         case .peerSuspended(let suspended): peerSuspended(suspended)
         case .peerClosed(let direction): peerClosed(direction)
@@ -27,19 +43,8 @@ extension FlowState {
     }
 }
 
-extension IPFlowState {
-    /// The shared event, by the method this machine answers it with.
-    mutating func take(_ event: SharedFlowEvent) -> IPFlowAction {
-        switch event {
-        case .peerSuspended(let suspended): peerSuspended(suspended)
-        case .peerClosed(let direction): peerClosed(direction)
-        case .openFailed(let failure): openFailed(failure)
-        case .openSucceeded(let configuration): openSucceeded(configuration: configuration)
-        case .openResultReceived(let result, let configuration, let detail):
-            openResultReceived(result, configuration: configuration, detail: detail)
-        }
-    }
-}
+extension FlowState: SharedFlowMachine {}
+extension IPFlowState: SharedFlowMachine {}
 
 extension TunnelMultiplexer {
     /// Runs `event` on the flow's machine, whichever kind it is: one lookup,
