@@ -49,6 +49,7 @@ clients on their own machines would.
 
 import argparse
 import asyncio
+import ctypes
 import hashlib
 import json
 import os
@@ -56,6 +57,7 @@ import random
 import plistlib
 import resource
 import select
+import signal
 import socket
 import ssl
 import struct
@@ -134,6 +136,7 @@ def peak(args):
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     echo = os.fork()
     if echo == 0:
+        die_with_parent()
         storm_echo_server(args.echo_port)
         os._exit(0)
     try:
@@ -347,6 +350,15 @@ async def echo_tunnel_async(port, source, echo_port, context, size=4):
         raise
 
 
+def die_with_parent():
+    """In a forked child: ends it when the helper ends, however that happens. A test that stops the
+    helper (SIGTERM) skips its `finally`, and the echo server was left running."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the parent ended before the line above
+        os._exit(0)
+
+
 def storm_echo_server(port):
     """The flows' destination, in a process of its own."""
     async def serve(reader, writer):
@@ -395,6 +407,7 @@ def storm(args):
     children = []
     echo = os.fork()
     if echo == 0:
+        die_with_parent()
         storm_echo_server(args.echo_port)
         os._exit(0)
     children.append(echo)
@@ -402,6 +415,7 @@ def storm(args):
     results_read, results_write = os.pipe()
     probe = os.fork()
     if probe == 0:
+        die_with_parent()
         storm_probe(args.port, args.echo_port, go_read, results_write, args.limit)
         os._exit(0)
     children.append(probe)
