@@ -62,7 +62,9 @@ struct HeapAfterPeakNamespaceTests {
         while ContinuousClock.now - closed < .seconds(60) {
             try await Task.sleep(for: .seconds(1))
             after = try #require(Self.residentMiB(server.processIdentifier), "the server is gone:\n\(server.outputSoFar)")
-            if after <= before + 64 { break }
+            // Both: with the clients' closes all at once, glibc can give much back by
+            // itself within a second, before the server's own trim has run and said so.
+            if after <= before + 64, server.outputSoFar.contains("freed memory given back") { break }
         }
         let took = ContinuousClock.now - closed
         print("memory: RSS before \(before) MiB, at a peak of \(Self.tunnels) tunnels \(atPeak) MiB, \(after) MiB \(took) after they closed")
