@@ -31,7 +31,7 @@
 # the "where" lines say how many bytes were unsent in the kernel (notsent), in flight
 # (unacked x MSS) and queued in tbf at that moment; for ours, the "program" line adds
 # what tunnel-server's status said then of its own queues in front of the link: the
-# flows' queues (an IP flow's packets waiting for a turn), a flow's turn, TLS plaintext, ciphertext in the channel, and the room its measured
+# flows' queues (a stream's data and an IP flow's packets waiting for a turn), a flow's turn, TLS plaintext, ciphertext in the channel, and the room its measured
 # rate allowed.
 #
 # Usage (root: namespaces, tc, sshd, TUN):
