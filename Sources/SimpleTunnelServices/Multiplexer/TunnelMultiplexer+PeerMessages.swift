@@ -33,9 +33,9 @@ extension TunnelMultiplexer {
         case (.data(let identifier, let payload, let endpoint), _):
             receiveData(payload, endpoint: endpoint, for: identifier)
         case (.suspend(let identifier), _):
-            guard deliver(.peerSuspended(true), to: identifier) else { return dropUnknown(message) }
+            receiveSuspended(true, for: identifier, message)
         case (.resume(let identifier), _):
-            guard deliver(.peerSuspended(false), to: identifier) else { return dropUnknown(message) }
+            receiveSuspended(false, for: identifier, message)
         case (.close(let identifier, let direction), _):
             receiveClose(direction, for: identifier)
         case (.open(let identifier, let request), .server(let opener, _)):
@@ -90,11 +90,18 @@ extension TunnelMultiplexer {
         transition(identifier, at: found) { $0.receiveData(payload, to: destination, now: .now()) }
     }
 
+    // MARK: Suspend and resume
+
+    private func receiveSuspended(_ suspended: Bool, for identifier: TunnelConnectionIdentifier, _ message: TunnelMessage) {
+        let known = deliver(to: identifier, stream: { $0.peerSuspended(suspended) }, ip: { $0.peerSuspended(suspended) })
+        if !known { dropUnknown(message) }
+    }
+
     // MARK: Close
 
     private func receiveClose(_ direction: TunnelConnectionCloseDirection, for identifier: TunnelConnectionIdentifier) {
         // A late close for a flow already gone passes quietly.
-        deliver(.peerClosed(direction), to: identifier)
+        deliver(to: identifier, stream: { $0.peerClosed(direction) }, ip: { $0.peerClosed(direction) })
     }
 
     // MARK: Open (server)
@@ -142,13 +149,15 @@ extension TunnelMultiplexer {
                 "open failed",
                 metadata: ["flow": "\(identifier)", "request": "\(request)", "result": "\(failure.result)", "reason": "\(failure.reason)"])
             counters.metrics?.openResult(failure.result)
-            deliver(.openFailed(failure), to: identifier)
+            deliver(to: identifier, stream: { $0.openFailed(failure) }, ip: { $0.openFailed(failure) })
         case .success(let opened):
             assert(opened.endpoint.kind == FlowState.Kind(request), "the opener made a \(opened.endpoint.kind) end for \(request)")
             endpoints[identifier] = EndpointSlot(end: opened.endpoint)
             // Debug, not info: one line per flow costs a busy server more than the flow itself.
             logger.debug("open completed", metadata: ["flow": "\(identifier)", "request": "\(request)"])
-            deliver(.openSucceeded(configuration: opened.configuration), to: identifier)
+            deliver(
+                to: identifier, stream: { $0.openSucceeded(configuration: opened.configuration) },
+                ip: { $0.openSucceeded(configuration: opened.configuration) })
         }
     }
 
@@ -167,7 +176,10 @@ extension TunnelMultiplexer {
             }
             return
         }
-        deliver(.openResultReceived(result, configuration: configuration, detail: detail), to: identifier)
+        deliver(
+            to: identifier,
+            stream: { $0.openResultReceived(result, configuration: configuration, detail: detail) },
+            ip: { $0.openResultReceived(result, configuration: configuration, detail: detail) })
     }
 
     // MARK: Unexpected
