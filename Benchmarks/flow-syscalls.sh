@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Prints the system calls one forwarded flow costs each side (release build), ours
+# beside ssh -L: counts do not depend on how busy the shared machine is, so they show
+# what timings cannot (an extra write, wakeup or socket option per flow).
+# A flow is what app-layer.sh's flows/s counts: connect to the forwarded port, send
+# 64 bytes, read the echo, close (Benchmarks/flow_rate.c, one at a time).
+#   ours    client: tunnel-client forward    server: tunnel-server
+#   ssh     client: ssh -N -L                server: sshd and the session processes it forked
+# strace -c -f is attached to each side's processes for FLOWS flows, then for as long
+# again with no flows (the idle timers); the table shows (flows - idle) / FLOWS per
+# system call. epoll_wait counts wakeups of an event loop, futex and eventfd writes
+# (write on an eventfd shows as write) hops between threads. The last row is the
+# context switches of each side per flow, from a run as long without strace.
+# Needs strace, cc, sshd and ssh; run as root (sshd). Takes under a minute.
+#   sudo Benchmarks/flow-syscalls.sh
+#   FLOWS=500 SETUPS=ours SKIP_BUILD=1 sudo -E Benchmarks/flow-syscalls.sh
+#   OURS_BIN=DIR ...   run tunnel-server and tunnel-client from DIR (a saved build, to compare
+#                      before and after back to back); implies SKIP_BUILD=1
+#   RAW=DIR ...        keep every strace summary in DIR
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FLOWS=${FLOWS:-200}
+SETUPS=${SETUPS:-ours ssh}
+OURS_BIN=${OURS_BIN:-}
+source Benchmarks/bench-files.sh
+
+for program in strace cc python3; do
+    command -v "$program" >/dev/null || { echo "needs $program" >&2; exit 2; }
+done
+if [ -z "${SKIP_BUILD:-}" ] && [ -z "$OURS_BIN" ]; then
+    swift build -c release --product tunnel-server | grep -E "error|warning: unre" || true
+    swift build -c release --product tunnel-client | grep -E "error|warning: unre" || true
+fi
+OURS_BIN=${OURS_BIN:-$(swift build -c release --show-bin-path)}
+WORK=$(mktemp -d /tmp/flow-syscalls.XXXXXX)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if [ -n "${RAW:-}" ]; then mkdir -p "$RAW" && cp "$WORK"/*.strace "$RAW"/ 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+cc -O2 -pthread -o "$WORK/flow-rate" Benchmarks/flow_rate.c
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_for() {  # wait_for FILE TEXT
+    for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return; sleep 0.1; done
+    echo "no \"$2\" in $1:" >&2; tail -20 "$1" >&2; exit 1
+}
+wait_listen() {  # wait_listen PORT LOG
+    for _ in $(seq 300); do ss -Hltn "sport = :$1" | grep -q . && return; sleep 0.1; done
+    echo "nothing listens on $1:" >&2; tail -20 "$2" >&2; exit 1
+}
+start() {  # start LOG PROGRAM ARGS...: in the background, pid in LAST_PID
+    local log=$1; shift
+    "$@" >"$log" 2>&1 &
+    LAST_PID=$!; PIDS+=("$LAST_PID")
+}
+tree() {  # the process and its descendants
+    local child
+    echo "$1"
+    for child in $(pgrep -P "$1" 2>/dev/null || true); do tree "$child"; done
+}
+flows() {  # flows PORT COUNT
+    "$WORK/flow-rate" "$1" "$2" 1 600 >"$WORK/flows.json"
+    python3 -c 'import json,sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r.get("errors", 0) == 0 else "flow errors: %s" % r)' "$WORK/flows.json"
+}
+traced() {  # traced NAME PHASE ROOT: strace -c -f attached to the tree of ROOT, pid in TRACER
+    local args=() pid
+    for pid in $(tree "$3"); do args+=(-p "$pid"); done
+    strace -c -f -o "$WORK/$1-$2.strace" "${args[@]}" 2>/dev/null &
+    TRACERS+=($!)
+}
+switches() {  # context switches (voluntary and not) of every thread of the tree of ROOT so far
+    local pid total=0 n
+    for pid in $(tree "$1"); do
+        for n in $(cat /proc/"$pid"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { print $2 }'); do total=$(( total + n )); done
+    done
+    echo "$total"
+}
+# count SETUP PORT CLIENT_ROOT SERVER_ROOT: FLOWS flows untraced (context switches), then
+# FLOWS flows traced, then as long idle traced
+count() {
+    local phase started elapsed tracer client server
+    client=$(switches "$3"); server=$(switches "$4")
+    flows "$2" "$FLOWS"
+    echo $(( $(switches "$3") - client )) >"$WORK/$1-client.switches"
+    echo $(( $(switches "$4") - server )) >"$WORK/$1-server.switches"
+    for phase in flows idle; do
+        TRACERS=()
+        traced "$1-client" "$phase" "$3"
+        traced "$1-server" "$phase" "$4"
+        sleep 1   # strace attaches
+        started=$(date +%s.%N)
+        if [ "$phase" = flows ]; then
+            flows "$2" "$FLOWS"
+            elapsed=$(python3 -c "import sys; print(max(float(sys.argv[1]) - float(sys.argv[2]), 0.1))" "$(date +%s.%N)" "$started")
+        else
+            sleep "$elapsed"
+        fi
+        sleep 0.2   # the last close reaches every process
+        for tracer in "${TRACERS[@]}"; do kill -INT "$tracer" 2>/dev/null || true; done
+        for tracer in "${TRACERS[@]}"; do wait "$tracer" 2>/dev/null || true; done
+    done
+}
+
+python3 Benchmarks/app_layer_helper.py echo-server --port-file "$WORK/echo.port" >/dev/null 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$WORK/echo.port" ] && break; sleep 0.1; done
+ECHO_PORT=$(cat "$WORK/echo.port")
+
+run_ours() {
+    local port fp local_port server client
+    start "$WORK/server.log" "$OURS_BIN/tunnel-server" --port 0 --no-ip-layer --state-directory "$WORK/state" --log-level notice
+    server=$LAST_PID
+    wait_for "$WORK/server.log" "listening on"
+    wait_for "$WORK/server.log" "SHA-256"
+    port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$WORK/server.log" | head -1 | sed 's/.*://')
+    fp=$(grep -oE 'SHA-256 [0-9A-Fa-f:]+' "$WORK/server.log" | head -1 | sed 's/^SHA-256 //')
+    local_port=$(free_port)
+    start "$WORK/client.log" "$OURS_BIN/tunnel-client" forward --server "127.0.0.1:$port" --pin-sha256 "$fp" --log-level notice \
+        -L "127.0.0.1:$local_port:127.0.0.1:$ECHO_PORT"
+    client=$LAST_PID
+    wait_for "$WORK/client.log" "tunnel up"
+    flows "$local_port" 20   # warm-up
+    count ours "$local_port" "$client" "$server"
+}
+
+run_ssh() {
+    local ssh_port local_port sshd client
+    mkdir -p "$WORK/ssh" /run/sshd
+    ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/host_key"
+    ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/client_key"
+    cp "$WORK/ssh/client_key.pub" "$WORK/ssh/authorized_keys"
+    chmod 600 "$WORK/ssh/authorized_keys"
+    ssh_port=$(free_port)
+    write_sshd_config "$WORK/ssh/sshd_config" "$ssh_port" 127.0.0.1 "$WORK/ssh"
+    start "$WORK/sshd.log" /usr/sbin/sshd -f "$WORK/ssh/sshd_config" -D -e
+    sshd=$LAST_PID
+    wait_listen "$ssh_port" "$WORK/sshd.log"
+    local_port=$(free_port)
+    start "$WORK/ssh.log" ssh -N -F /dev/null -i "$WORK/ssh/client_key" -o IdentitiesOnly=yes -o IdentityAgent=none \
+        -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR \
+        -o ExitOnForwardFailure=yes -p "$ssh_port" -L "127.0.0.1:$local_port:127.0.0.1:$ECHO_PORT" "$(id -un)@127.0.0.1"
+    client=$LAST_PID
+    wait_listen "$local_port" "$WORK/ssh.log"
+    flows "$local_port" 20   # the session is up once a flow goes through; warm-up
+    count ssh "$local_port" "$client" "$sshd"
+}
+
+for setup in $SETUPS; do run_"$setup"; done
+
+# The table: per flow, (flows - idle) / FLOWS, for every system call any side made per flow.
+python3 - "$WORK" "$FLOWS" $SETUPS <<'PY'
+import collections, os, sys
+work, flows, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def calls(path):
+    counts = collections.Counter()
+    for line in open(path):
+        parts = line.split()
+        if len(parts) >= 5 and parts[3].isdigit() and parts[-1] not in ("total",):
+            counts[parts[-1]] += int(parts[3])
+    return counts
+columns, per_flow = [], {}
+for setup in setups:
+    for side in ("client", "server"):
+        name = f"{setup}-{side}"
+        busy, idle = calls(f"{work}/{name}-flows.strace"), calls(f"{work}/{name}-idle.strace")
+        columns.append(name)
+        per_flow[name] = {call: (busy[call] - idle[call]) / flows for call in busy | idle}
+names = sorted({c for col in per_flow.values() for c, n in col.items() if abs(n) >= 0.05},
+               key=lambda c: -sum(col.get(c, 0) for col in per_flow.values()))
+print(f"{'per flow':<18}" + "".join(f"{c:>13}" for c in columns))
+for call in names:
+    print(f"{call:<18}" + "".join(f"{per_flow[c].get(call, 0):>13.2f}" for c in columns))
+print(f"{'total':<18}" + "".join(f"{sum(per_flow[c].values()):>13.2f}" for c in columns))
+print(f"{'ctx switches':<18}" + "".join(f"{int(open(f'{work}/{c}.switches').read()) / flows:>13.2f}" for c in columns))
+print(f"({flows} flows one at a time, less as long again idle; strace -c -f on each side's processes;")
+print(" ctx switches: voluntary and involuntary of every thread, over as many flows untraced, idle not taken off)")
+PY
