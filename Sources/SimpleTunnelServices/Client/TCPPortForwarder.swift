@@ -12,10 +12,10 @@ public enum TCPPortForwarder {
         tunnel: any TunnelMultiplexerProvider,
         logger: Logger
     ) async throws -> LocalListener {
-        let channel = try await LocalListener.streamBootstrap(on: tunnel.eventLoop)
+        let channel = try await LocalListener.streamBootstrap(on: tunnel.eventLoop).flowListenerOptions()
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try FlowSocketOptions.apply(to: channel)
+                    try FlowSocketOptions.applyToAccepted(channel)
                     openFlow(for: channel, destination: destination, tunnel: tunnel, logger: logger)
                 }
             }

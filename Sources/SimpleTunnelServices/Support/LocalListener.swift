@@ -16,14 +16,15 @@ public final class LocalListener: Sendable {
         self.localAddress = address
     }
 
-    /// A TCP listener whose accepted connections become flows: on the
-    /// tunnel's event loop and unbuffered; the child initializer applies
-    /// `FlowSocketOptions` (half-closable, flow watermarks).
+    /// A TCP listener whose accepted connections become flows, on the
+    /// tunnel's event loop; the caller adds the flows' socket options.
+    /// TCP_NODELAY is the one ServerBootstrap sets on the listener by default,
+    /// which accepted sockets inherit: a child option would cost every flow a
+    /// setsockopt, a getsockname and a chain of futures.
     static func streamBootstrap(on eventLoop: EventLoop) -> ServerBootstrap {
         ServerBootstrap(group: eventLoop)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: backlog)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
     }
 
     public func close() async {

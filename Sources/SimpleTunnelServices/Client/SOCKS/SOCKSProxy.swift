@@ -7,10 +7,10 @@ import NIOPosix
 /// resolved by the server, as `curl --socks5-hostname` expects.
 public enum SOCKSProxy {
     public static func start(bindHost: String, bindPort: Int, tunnel: any TunnelMultiplexerProvider, logger: Logger) async throws -> LocalListener {
-        let channel = try await LocalListener.streamBootstrap(on: tunnel.eventLoop)
+        let channel = try await LocalListener.streamBootstrap(on: tunnel.eventLoop).flowListenerOptions()
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try FlowSocketOptions.apply(to: channel)
+                    try FlowSocketOptions.applyToAccepted(channel)
                     try channel.pipeline.syncOperations.addHandler(
                         SOCKS5ServerHandler(logger: logger) { request, channel in
                             handle(request, on: channel, tunnel: tunnel, logger: logger)
