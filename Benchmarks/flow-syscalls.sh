@@ -9,17 +9,19 @@
 # strace -c -f is attached to each side's processes for FLOWS flows, then for as long
 # again with no flows (the idle timers); the table shows (flows - idle) / FLOWS per
 # system call. epoll_wait counts wakeups of an event loop, futex and eventfd writes
-# (write on an eventfd shows as write) hops between threads. The last row is the
-# context switches of each side per flow, from a run as long without strace.
+# (write on an eventfd shows as write) hops between threads. The last rows are the
+# context switches and the CPU time (user, kernel) of each side per flow, from
+# CPU_FLOWS flows without strace (clock ticks: 2000 flows or more for a steady figure).
 # Needs strace, cc, sshd and ssh; run as root (sshd). Takes under a minute.
 #   sudo Benchmarks/flow-syscalls.sh
-#   FLOWS=500 SETUPS=ours SKIP_BUILD=1 sudo -E Benchmarks/flow-syscalls.sh
+#   FLOWS=500 CPU_FLOWS=5000 SETUPS=ours SKIP_BUILD=1 sudo -E Benchmarks/flow-syscalls.sh
 #   OURS_BIN=DIR ...   run tunnel-server and tunnel-client from DIR (a saved build, to compare
 #                      before and after back to back); implies SKIP_BUILD=1
 #   RAW=DIR ...        keep every strace summary in DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FLOWS=${FLOWS:-200}
+CPU_FLOWS=${CPU_FLOWS:-2000}
 SETUPS=${SETUPS:-ours ssh}
 OURS_BIN=${OURS_BIN:-}
 source Benchmarks/bench-files.sh
@@ -71,21 +73,24 @@ traced() {  # traced NAME PHASE ROOT: strace -c -f attached to the tree of ROOT,
     strace -c -f -o "$WORK/$1-$2.strace" "${args[@]}" 2>/dev/null &
     TRACERS+=($!)
 }
-switches() {  # context switches (voluntary and not) of every thread of the tree of ROOT so far
-    local pid total=0 n
+usage() {  # "SWITCHES USER KERNEL" so far, of every thread of the tree of ROOT: context switches
+    # (voluntary and not) and clock ticks in user space and in the kernel
+    local pid task
     for pid in $(tree "$1"); do
-        for n in $(cat /proc/"$pid"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { print $2 }'); do total=$(( total + n )); done
-    done
-    echo "$total"
+        for task in /proc/"$pid"/task/*; do
+            awk '/ctxt_switches/ { n += $2 } END { printf "%d ", n }' "$task/status" 2>/dev/null || continue
+            sed 's/^.*) //' "$task/stat" 2>/dev/null | awk '{ print $12, $13 }' || echo "0 0"
+        done
+    done | awk '{ s += $1; u += $2; k += $3 } END { print s + 0, u + 0, k + 0 }'
 }
-# count SETUP PORT CLIENT_ROOT SERVER_ROOT: FLOWS flows untraced (context switches), then
-# FLOWS flows traced, then as long idle traced
+# count SETUP PORT CLIENT_ROOT SERVER_ROOT: CPU_FLOWS flows untraced (context switches, CPU
+# time), then FLOWS flows traced, then as long idle traced
 count() {
     local phase started elapsed tracer client server
-    client=$(switches "$3"); server=$(switches "$4")
-    flows "$2" "$FLOWS"
-    echo $(( $(switches "$3") - client )) >"$WORK/$1-client.switches"
-    echo $(( $(switches "$4") - server )) >"$WORK/$1-server.switches"
+    client=$(usage "$3"); server=$(usage "$4")
+    flows "$2" "$CPU_FLOWS"
+    echo "$client $(usage "$3")" >"$WORK/$1-client.usage"
+    echo "$server $(usage "$4")" >"$WORK/$1-server.usage"
     for phase in flows idle; do
         TRACERS=()
         traced "$1-client" "$phase" "$3"
@@ -151,9 +156,9 @@ run_ssh() {
 for setup in $SETUPS; do run_"$setup"; done
 
 # The table: per flow, (flows - idle) / FLOWS, for every system call any side made per flow.
-python3 - "$WORK" "$FLOWS" $SETUPS <<'PY'
+python3 - "$WORK" "$FLOWS" "$CPU_FLOWS" $SETUPS <<'PY'
 import collections, os, sys
-work, flows, setups = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+work, flows, cpu_flows, setups = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 def calls(path):
     counts = collections.Counter()
     for line in open(path):
@@ -174,7 +179,13 @@ print(f"{'per flow':<18}" + "".join(f"{c:>13}" for c in columns))
 for call in names:
     print(f"{call:<18}" + "".join(f"{per_flow[c].get(call, 0):>13.2f}" for c in columns))
 print(f"{'total':<18}" + "".join(f"{sum(per_flow[c].values()):>13.2f}" for c in columns))
-print(f"{'ctx switches':<18}" + "".join(f"{int(open(f'{work}/{c}.switches').read()) / flows:>13.2f}" for c in columns))
-print(f"({flows} flows one at a time, less as long again idle; strace -c -f on each side's processes;")
-print(" ctx switches: voluntary and involuntary of every thread, over as many flows untraced, idle not taken off)")
+tick = 1e6 / os.sysconf("SC_CLK_TCK")
+for row, index, scale in (("ctx switches", 0, 1), ("user µs", 1, tick), ("kernel µs", 2, tick)):
+    values = []
+    for c in columns:
+        numbers = [int(n) for n in open(f"{work}/{c}.usage").read().split()]
+        values.append((numbers[3 + index] - numbers[index]) * scale / cpu_flows)
+    print(f"{row:<18}" + "".join(f"{v:>13.2f}" for v in values))
+print(f"(system calls: {flows} flows one at a time, less as long again idle, strace -c -f on each side's processes;")
+print(f" the last three rows: {cpu_flows} flows untraced, every thread, idle not taken off)")
 PY
