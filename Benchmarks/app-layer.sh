@@ -204,11 +204,7 @@ ECHO_PORT=$(cat "$TMP/echo.port")
 # ------------------------------------------------------------ one-time material
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout "$TMP/stunnel/key.pem" -out "$TMP/stunnel/cert.pem" -subj /CN=localhost -days 1 2>/dev/null
-ssh-keygen -q -t ed25519 -N '' -f "$TMP/ssh/host_key" -C bench-host
-ssh-keygen -q -t ed25519 -N '' -f "$TMP/ssh/client_key" -C bench-client
-cp "$TMP/ssh/client_key.pub" "$TMP/ssh/authorized_keys"
-chmod 600 "$TMP/ssh/authorized_keys"
-[ -d /run/sshd ] || mkdir -p -m 0755 /run/sshd   # sshd's privilege separation directory
+make_ssh_keys "$TMP/ssh"
 SSH_USER=$(id -un)
 SSH_OPTS=(-F /dev/null -i "$TMP/ssh/client_key" -o IdentitiesOnly=yes -o IdentityAgent=none
     -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR)
@@ -228,8 +224,8 @@ start_ours() {
         kill -0 "$OURS_SERVER_PID" 2>/dev/null || { cat "$TMP/logs/ours-server-$round.log" >&2; die "tunnel-server exited"; }
         sleep 0.1
     done
-    port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$TMP/logs/ours-server-$round.log" | head -1 | sed 's/.*://')
-    fp=$(grep -oE 'SHA-256 [0-9A-Fa-f:]+' "$TMP/logs/ours-server-$round.log" | head -1 | sed 's/^SHA-256 //')
+    port=$(server_port "$TMP/logs/ours-server-$round.log")
+    fp=$(server_fingerprint "$TMP/logs/ours-server-$round.log")
     [ -n "$port" ] && [ -n "$fp" ] || { cat "$TMP/logs/ours-server-$round.log" >&2; die "no port or fingerprint in the tunnel-server log"; }
     OURS_TP=$(free_port); OURS_ECHO=$(free_port)
     start "$TMP/logs/ours-client-$round.log" "$BIN/tunnel-client" forward --server "127.0.0.1:$port" --pin-sha256 "$fp" $OURS_CLIENT_ARGS \

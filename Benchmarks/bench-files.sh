@@ -62,3 +62,21 @@ PrintMotd no
 UseDNS no
 CONF
 }
+
+# make_ssh_keys DIR: throwaway host and client keys in DIR, the client's key authorized
+# (what write_sshd_config names), and sshd's privilege separation directory.
+make_ssh_keys() {
+    mkdir -p "$1"
+    ssh-keygen -q -t ed25519 -N '' -f "$1/host_key" -C bench-host
+    ssh-keygen -q -t ed25519 -N '' -f "$1/client_key" -C bench-client
+    cp "$1/client_key.pub" "$1/authorized_keys"
+    chmod 600 "$1/authorized_keys"
+    [ -d /run/sshd ] || mkdir -p -m 0755 /run/sshd
+}
+
+# server_port LOG: the loopback port a tunnel-server started with --port 0 says it listens on.
+server_port() { grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$1" | head -1 | sed 's/.*://'; }
+
+# server_fingerprint LOG: the SHA-256 of the self-signed certificate a server on the embedded
+# default logs, for the client's --pin-sha256.
+server_fingerprint() { grep -oE 'SHA-256 [0-9A-Fa-f:]+' "$1" | head -1 | sed 's/^SHA-256 //'; }

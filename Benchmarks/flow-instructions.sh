@@ -126,9 +126,9 @@ run_ours() {
     grind "$WORK/server.log" "$WORK/tunnel-server" --port 0 --no-ip-layer --state-directory "$WORK/state" --log-level notice \
         --control "$WORK/server.sock"
     wait_for "$WORK/server.log" "listening on"
-    wait_for "$WORK/server.log" "pin-sha256"
-    port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$WORK/server.log" | head -1 | sed 's/.*://')
-    fp=$(grep -oE 'pin-sha256 [0-9a-f]+' "$WORK/server.log" | head -1 | sed 's/^pin-sha256 //')
+    wait_for "$WORK/server.log" "SHA-256"
+    port=$(server_port "$WORK/server.log")
+    fp=$(server_fingerprint "$WORK/server.log")
     local_port=$(free_port)
     grind "$WORK/client.log" "$WORK/tunnel-client" forward --server "127.0.0.1:$port" --pin-sha256 "$fp" --log-level notice \
         --control "$WORK/client.sock" -L "127.0.0.1:$local_port:127.0.0.1:$ECHO_PORT"
@@ -140,13 +140,7 @@ run_ours() {
 
 run_ssh() {
     local count=$1 ssh_port local_port
-    mkdir -p "$WORK/ssh" /run/sshd
-    [ -f "$WORK/ssh/host_key" ] || {
-        ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/host_key"
-        ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/client_key"
-        cp "$WORK/ssh/client_key.pub" "$WORK/ssh/authorized_keys"
-        chmod 600 "$WORK/ssh/authorized_keys"
-    }
+    [ -f "$WORK/ssh/host_key" ] || make_ssh_keys "$WORK/ssh"
     ssh_port=$(free_port)
     write_sshd_config "$WORK/ssh/sshd_config" "$ssh_port" 127.0.0.1 "$WORK/ssh"
     grind "$WORK/sshd.log" /usr/sbin/sshd -f "$WORK/ssh/sshd_config" -D -e

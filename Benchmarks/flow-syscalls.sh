@@ -120,8 +120,8 @@ run_ours() {
     server=$LAST_PID
     wait_for "$WORK/server.log" "listening on"
     wait_for "$WORK/server.log" "SHA-256"
-    port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$WORK/server.log" | head -1 | sed 's/.*://')
-    fp=$(grep -oE 'SHA-256 [0-9A-Fa-f:]+' "$WORK/server.log" | head -1 | sed 's/^SHA-256 //')
+    port=$(server_port "$WORK/server.log")
+    fp=$(server_fingerprint "$WORK/server.log")
     local_port=$(free_port)
     start "$WORK/client.log" "$OURS_BIN/tunnel-client" forward --server "127.0.0.1:$port" --pin-sha256 "$fp" --log-level notice \
         -L "127.0.0.1:$local_port:127.0.0.1:$ECHO_PORT"
@@ -133,11 +133,7 @@ run_ours() {
 
 run_ssh() {
     local ssh_port local_port sshd client
-    mkdir -p "$WORK/ssh" /run/sshd
-    ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/host_key"
-    ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/client_key"
-    cp "$WORK/ssh/client_key.pub" "$WORK/ssh/authorized_keys"
-    chmod 600 "$WORK/ssh/authorized_keys"
+    make_ssh_keys "$WORK/ssh"
     ssh_port=$(free_port)
     write_sshd_config "$WORK/ssh/sshd_config" "$ssh_port" 127.0.0.1 "$WORK/ssh"
     start "$WORK/sshd.log" /usr/sbin/sshd -f "$WORK/ssh/sshd_config" -D -e

@@ -251,11 +251,7 @@ openssl x509 -req -in "$WORK/pki/client.csr" -CA "$WORK/pki/ca.crt" -CAkey "$WOR
 # carries the other setups' traffic.
 write_pool_plist "$WORK/server.plist" 10.90.0.0
 
-ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/host_key" -C latency-bench-host
-ssh-keygen -q -t ed25519 -N '' -f "$WORK/ssh/client_key" -C latency-bench-client
-cp "$WORK/ssh/client_key.pub" "$WORK/ssh/authorized_keys"
-chmod 600 "$WORK/ssh/authorized_keys"
-[ -d /run/sshd ] || mkdir -p -m 0755 /run/sshd   # sshd's privilege separation directory
+make_ssh_keys "$WORK/ssh"
 write_sshd_config "$WORK/ssh/sshd_config" "$SSH_PORT" "$SRV_ADDR" "$WORK/ssh"
 start "$WORK/logs/sshd.log" "$SRV" /usr/sbin/sshd -f "$WORK/ssh/sshd_config" -D -e
 wait_for 10 "sshd listening" listening "$SRV" "$SSH_PORT"
