@@ -55,15 +55,7 @@ for program in tunnel-server tunnel-client; do
 done
 strip --strip-debug -o "$WORK/RelayFloor" "$BIN/RelayFloor"
 cc -O2 -pthread -o "$WORK/flow-rate" Benchmarks/flow_rate.c
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() {  # wait_for FILE TEXT: until FILE says TEXT (valgrind starts slowly)
-    for _ in $(seq 1200); do grep -q "$2" "$1" 2>/dev/null && return; sleep 0.1; done
-    echo "no \"$2\" in $1:" >&2; tail -20 "$1" >&2; exit 1
-}
-wait_listen() {  # wait_listen PORT LOG
-    for _ in $(seq 1200); do ss -Hltn "sport = :$1" | grep -q . && return; sleep 0.1; done
-    echo "nothing listens on $1:" >&2; tail -20 "$2" >&2; exit 1
-}
+source Benchmarks/flow-bench.sh
 MODE=cpu
 grind() {  # grind LOG PROGRAM ARGS...: in the background; under callgrind (children too) in MODE=instructions
     local log=$1; shift
@@ -109,16 +101,9 @@ stop_all() {  # SIGTERM, then wait for valgrind to write its counts
     for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
     PIDS=()
 }
-flows() {  # flows PORT COUNT
-    "$WORK/flow-rate" "$1" "$2" 1 600 >"$WORK/flows.json"
-    python3 -c 'import json,sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r.get("errors", 0) == 0 else "flow errors: %s" % r)' "$WORK/flows.json"
-}
 
-python3 Benchmarks/app_layer_helper.py echo-server --port-file "$WORK/echo.port" >/dev/null 2>&1 &
-PIDS_ECHO=$!
-for _ in $(seq 100); do [ -s "$WORK/echo.port" ] && break; sleep 0.1; done
-ECHO_PORT=$(cat "$WORK/echo.port")
-trap 'kill $PIDS_ECHO 2>/dev/null || true; cleanup' EXIT
+start_echo_server
+trap 'kill $ECHO_PID 2>/dev/null || true; cleanup' EXIT
 
 # One run of a setup for COUNT flows; prints the instructions its processes counted.
 run_ours() {

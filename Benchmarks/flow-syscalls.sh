@@ -44,15 +44,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cc -O2 -pthread -o "$WORK/flow-rate" Benchmarks/flow_rate.c
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() {  # wait_for FILE TEXT
-    for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return; sleep 0.1; done
-    echo "no \"$2\" in $1:" >&2; tail -20 "$1" >&2; exit 1
-}
-wait_listen() {  # wait_listen PORT LOG
-    for _ in $(seq 300); do ss -Hltn "sport = :$1" | grep -q . && return; sleep 0.1; done
-    echo "nothing listens on $1:" >&2; tail -20 "$2" >&2; exit 1
-}
+source Benchmarks/flow-bench.sh
 start() {  # start LOG PROGRAM ARGS...: in the background, pid in LAST_PID
     local log=$1; shift
     "$@" >"$log" 2>&1 &
@@ -62,10 +54,6 @@ tree() {  # the process and its descendants
     local child
     echo "$1"
     for child in $(pgrep -P "$1" 2>/dev/null || true); do tree "$child"; done
-}
-flows() {  # flows PORT COUNT
-    "$WORK/flow-rate" "$1" "$2" 1 600 >"$WORK/flows.json"
-    python3 -c 'import json,sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r.get("errors", 0) == 0 else "flow errors: %s" % r)' "$WORK/flows.json"
 }
 traced() {  # traced NAME PHASE ROOT: strace -c -f attached to the tree of ROOT, pid in TRACER
     local args=() pid
@@ -109,10 +97,8 @@ count() {
     done
 }
 
-python3 Benchmarks/app_layer_helper.py echo-server --port-file "$WORK/echo.port" >/dev/null 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do [ -s "$WORK/echo.port" ] && break; sleep 0.1; done
-ECHO_PORT=$(cat "$WORK/echo.port")
+start_echo_server
+PIDS+=("$ECHO_PID")
 
 run_ours() {
     local port fp local_port server client
