@@ -13,6 +13,15 @@ extension TunnelMultiplexer: FlowEventSink {
 
     public func flow(_ identifier: TunnelConnectionIdentifier, didReadPackets packets: [TunnelPacket]) {
         guard !packets.isEmpty else { return }
+        // A super-packet longer than one flow's turn goes as its segments. The
+        // turn is a few milliseconds of the link (`LinkPace`), so on a phone's
+        // link a 16 KiB super-packet would hold an echo behind it for 13 ms at
+        // 10 Mbit/s, and reach the receiver as one packet it acknowledges once,
+        // which makes the sender's congestion control send in bursts. On a fast
+        // link the turn holds any super-packet and they cross whole.
+        var malformed = 0
+        let packets = SuperPacket.cut(packets, longerThan: turn, allocator: ByteBufferAllocator(), malformed: &malformed)
+        if malformed > 0 { counters.metrics?.superPacketsDroppedUncut(count: malformed) }
         transitionIP(identifier) { $0.readPackets(packets, now: .now()) }
     }
 

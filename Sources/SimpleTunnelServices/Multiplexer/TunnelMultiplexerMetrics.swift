@@ -11,6 +11,9 @@ public protocol TunnelMultiplexerMetrics: Sendable {
     func bytesToPeer(_ count: Int)
     /// IP packets dropped because the tunnel's queue for them was full.
     func packetsDroppedForCongestion(count: Int)
+    /// Super-packets too long for the tunnel's turn that did not hold
+    /// together when cut into their segments, and were dropped.
+    func superPacketsDroppedUncut(count: Int)
     /// A message from the peer that could not be acted on (a bad `host`, a
     /// missing key), dropped or answered as PROTOCOL.md B5 says.
     func malformedMessage()

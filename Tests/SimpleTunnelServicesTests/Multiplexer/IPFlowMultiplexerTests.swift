@@ -18,6 +18,7 @@ final class CongestionDropCounter: TunnelMultiplexerMetrics {
     private let count = NIOLockedValueBox(0)
     var dropped: Int { count.withLockedValue { $0 } }
     func packetsDroppedForCongestion(count: Int) { self.count.withLockedValue { $0 += count } }
+    func superPacketsDroppedUncut(count: Int) {}
     func flowOpened(_ kind: TunnelFlowKind) {}
     func flowClosed(_ kind: TunnelFlowKind) {}
     func openResult(_ result: TunnelConnectionOpenResult) {}
