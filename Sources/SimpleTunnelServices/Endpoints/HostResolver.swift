@@ -12,6 +12,15 @@ public protocol NameResolver: Sendable {
     /// The addresses of `host` (or the literal itself); fails with
     /// `HostResolver.Failure.noSuchHost` when the name does not resolve.
     func resolve(host: String, port: Int, kind: HostResolver.SocketKind, on eventLoop: EventLoop) -> EventLoopFuture<[SocketAddress]>
+
+    /// The addresses `resolve` would give, when known without waiting (an IP
+    /// literal); nil: ask `resolve`. A flow to a literal then costs no future.
+    func immediateAddresses(host: String, port: Int) -> [SocketAddress]?
+}
+
+extension NameResolver {
+    /// A resolver that says nothing at once is always asked through `resolve`.
+    public func immediateAddresses(host: String, port: Int) -> [SocketAddress]? { nil }
 }
 
 /// Resolves host names with the system resolver (`getaddrinfo`, so
@@ -44,12 +53,22 @@ public struct HostResolver: NameResolver {
         if let problem = TunnelHostSyntax.problem(with: host) {
             return eventLoop.makeFailedFuture(Failure.noSuchHost(host: PeerText.quoted(host, limit: 64), reason: problem))
         }
-        if let literal = try? SocketAddress(ipAddress: TunnelEndpoint.unbracketed(host), port: port) {
+        if let literal = Self.literal(host, port: port) {
             return eventLoop.makeSucceededFuture([literal])
         }
         return threadPool.runIfActive(eventLoop: eventLoop) {
             try Self.getaddrinfo(host: host, port: port, kind: kind)
         }
+    }
+
+    /// An IP literal's address; nil for a name or a host `resolve` refuses.
+    public func immediateAddresses(host: String, port: Int) -> [SocketAddress]? {
+        guard TunnelHostSyntax.problem(with: host) == nil, let literal = Self.literal(host, port: port) else { return nil }
+        return [literal]
+    }
+
+    private static func literal(_ host: String, port: Int) -> SocketAddress? {
+        try? SocketAddress(ipAddress: TunnelEndpoint.unbracketed(host), port: port)
     }
 
     private static func getaddrinfo(host: String, port: Int, kind: SocketKind) throws -> [SocketAddress] {

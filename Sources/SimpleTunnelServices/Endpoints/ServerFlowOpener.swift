@@ -114,29 +114,61 @@ public final class ServerFlowOpener: FlowOpener {
             if case .failure = result { ticket.release() }
             completion(result)
         }
+        // A literal (most flows) goes straight on: a resolved future and its callback cost every flow.
+        if let addresses = settings.resolver.immediateAddresses(host: destination.host, port: destination.port) {
+            return resolved(.success(addresses), destination: destination, reporter: reporter, ticket: ticket, completion: completion)
+        }
         settings.resolver.resolve(host: destination.host, port: destination.port, kind: .stream, on: eventLoop)
             .assumeIsolated()
             .whenComplete { [self] result in
-                switch result {
-                case .failure(let error):
-                    completion(.failure(FlowOpenFailure(.noSuchHost, String(describing: error))))
-                case .success(let addresses):
-                    var refusals: [String] = []
-                    let allowed = addresses.filter { address in
-                        guard let refusal = settings.authorizer.refusal(forAddress: address, requestedHost: destination.host) else {
-                            return true
-                        }
-                        refusals.append(refusal)
-                        return false
-                    }
-                    guard !allowed.isEmpty else {
-                        return completion(.failure(FlowOpenFailure(.refused, refusals.first ?? "not allowed by policy", detail: .notAllowedByPolicy)))
-                    }
-                    attempt(
-                        Array(allowed.prefix(settings.maximumConnectAttempts))[...], failures: [], reporter: reporter, ticket: ticket,
-                        completion: completion)
-                }
+                resolved(result, destination: destination, reporter: reporter, ticket: ticket, completion: completion)
             }
+    }
+
+    /// Connects to the addresses the policy allows of those `destination` resolved to.
+    private func resolved(
+        _ result: Result<[SocketAddress], any Error>,
+        destination: TunnelEndpoint,
+        reporter: FlowReporter,
+        ticket: FlowSocketTicket,
+        completion: @escaping (Result<OpenedFlow, FlowOpenFailure>) -> Void
+    ) {
+        switch result {
+        case .failure(let error):
+            completion(.failure(FlowOpenFailure(.noSuchHost, String(describing: error))))
+        case .success(let addresses):
+            switch Self.allowed(addresses, requestedHost: destination.host, by: settings.authorizer) {
+            case .failure(let refusal):
+                completion(.failure(FlowOpenFailure(.refused, refusal.reason, detail: .notAllowedByPolicy)))
+            case .success(let allowed):
+                attempt(allowed.prefix(settings.maximumConnectAttempts), failures: [], reporter: reporter, ticket: ticket, completion: completion)
+            }
+        }
+    }
+
+    /// The addresses the policy allows, in order; when it allows none, the
+    /// first refusal. Nothing is copied while every address is allowed (nearly always).
+    static func allowed(
+        _ addresses: [SocketAddress], requestedHost: String, by authorizer: any DestinationAuthorizer
+    ) -> Result<ArraySlice<SocketAddress>, AddressRefusal> {
+        var kept: [SocketAddress]?
+        var firstRefusal: String?
+        for (index, address) in addresses.enumerated() {
+            if let refusal = authorizer.refusal(forAddress: address, requestedHost: requestedHost) {
+                if kept == nil { kept = Array(addresses[..<index]) }
+                if firstRefusal == nil { firstRefusal = refusal }
+            } else if kept != nil {
+                kept?.append(address)
+            }
+        }
+        let allowed = kept.map { $0[...] } ?? addresses[...]
+        guard !allowed.isEmpty else { return .failure(AddressRefusal(reason: firstRefusal ?? "not allowed by policy")) }
+        return .success(allowed)
+    }
+
+    /// Why no address of a destination may be connected to.
+    struct AddressRefusal: Error, Equatable {
+        let reason: String
     }
 
     /// Tries each address in turn, one socket at a time; the first connection
