@@ -13,12 +13,15 @@ final class RecordingPacketEndpoint: PacketFlowEndpoint {
     func close() { closed = true }
 }
 
-/// Counts the packets the multiplexer reports dropped for congestion.
-final class CongestionDropCounter: TunnelMultiplexerMetrics {
+/// Counts the packets the multiplexer reports dropped: for congestion, and
+/// super-packets that could not be cut.
+final class PacketDropCounter: TunnelMultiplexerMetrics {
     private let count = NIOLockedValueBox(0)
+    private let uncutCount = NIOLockedValueBox(0)
     var dropped: Int { count.withLockedValue { $0 } }
+    var uncut: Int { uncutCount.withLockedValue { $0 } }
     func packetsDroppedForCongestion(count: Int) { self.count.withLockedValue { $0 += count } }
-    func superPacketsDroppedUncut(count: Int) {}
+    func superPacketsDroppedUncut(count: Int) { uncutCount.withLockedValue { $0 += count } }
     func flowOpened(_ kind: TunnelFlowKind) {}
     func flowClosed(_ kind: TunnelFlowKind) {}
     func openResult(_ result: TunnelConnectionOpenResult) {}
@@ -57,7 +60,7 @@ struct IPFlowMultiplexerTests {
     @Test func packetsPastTheQueuesLimitOrWaitingTooLongAreDroppedAndCounted() async throws {
         var limits = TunnelMultiplexer.Limits()
         limits.tunnelBufferBudget = 512 * 1024
-        let metrics = CongestionDropCounter()
+        let metrics = PacketDropCounter()
         let multiplexer = TunnelMultiplexer(role: .client, output: output, eventLoop: loop, limits: limits, metrics: metrics, logger: Logger(label: "test"))
         let identifier = multiplexer.openFlow(.plainIP, endpoint: { _ in .ip(RecordingPacketEndpoint()) }) { _ in }!
         multiplexer.receive(.message(.openResult(identifier: identifier, result: .success)))

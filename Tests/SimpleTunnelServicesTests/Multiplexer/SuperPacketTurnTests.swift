@@ -1,5 +1,4 @@
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import SimpleTunnelWire
@@ -13,7 +12,7 @@ import Testing
 struct SuperPacketTurnTests {
     let loop = EmbeddedEventLoop()
     let output = RecordingOutput()
-    let metrics = UncutSuperPacketCounter()
+    let metrics = PacketDropCounter()
 
     /// A super-packet of `payload` bytes in 1,300-byte segments.
     static func superPacket(payload: Int, cut: Int = 0) -> TunnelPacket {
@@ -52,7 +51,7 @@ struct SuperPacketTurnTests {
         #expect(sequences == [9, 1309, 2609, 3909, 5209])
         #expect(packets[5] == short)
         #expect(packets[6] == plain)
-        #expect(metrics.dropped == 0)
+        #expect(metrics.uncut == 0)
     }
 
     @Test func onAFastLinkEverySuperPacketCrossesWhole() {
@@ -64,20 +63,6 @@ struct SuperPacketTurnTests {
         let broken = Self.superPacket(payload: 4 * 1300, cut: 100)
         let plain = TunnelPacket(bytes: ByteBuffer(repeating: 0x45, count: 20))
         #expect(sent([broken, plain], turn: 4096) == [plain])
-        #expect(metrics.dropped == 1)
+        #expect(metrics.uncut == 1)
     }
-}
-
-/// Counts the super-packets the multiplexer dropped because they could not be cut.
-final class UncutSuperPacketCounter: TunnelMultiplexerMetrics, @unchecked Sendable {
-    private let count = NIOLockedValueBox(0)
-    var dropped: Int { count.withLockedValue { $0 } }
-    func superPacketsDroppedUncut(count: Int) { self.count.withLockedValue { $0 += count } }
-    func packetsDroppedForCongestion(count: Int) {}
-    func flowOpened(_ kind: TunnelFlowKind) {}
-    func flowClosed(_ kind: TunnelFlowKind) {}
-    func openResult(_ result: TunnelConnectionOpenResult) {}
-    func bytesFromPeer(_ count: Int) {}
-    func bytesToPeer(_ count: Int) {}
-    func malformedMessage() {}
 }
