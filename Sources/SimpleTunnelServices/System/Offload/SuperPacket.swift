@@ -56,24 +56,19 @@ enum SuperPacket {
     /// `packets` with every super-packet cut into ordinary packets; one that
     /// does not hold together is dropped and counted in `malformed`.
     static func flatten(_ packets: [TunnelPacket], allocator: ByteBufferAllocator, malformed: inout Int) -> [TunnelPacket] {
-        cut(packets, where: { _ in true }, allocator: allocator, malformed: &malformed)
+        cut(packets, longerThan: .min, allocator: allocator, malformed: &malformed)
     }
 
     /// `packets` with every super-packet of more than `largest` bytes cut
     /// into ordinary packets, and the smaller ones left whole; one that does
     /// not hold together is dropped and counted in `malformed`.
     static func cut(_ packets: [TunnelPacket], longerThan largest: Int, allocator: ByteBufferAllocator, malformed: inout Int) -> [TunnelPacket] {
-        cut(packets, where: { $0.bytes.readableBytes > largest }, allocator: allocator, malformed: &malformed)
-    }
-
-    private static func cut(
-        _ packets: [TunnelPacket], where shouldCut: (TunnelPacket) -> Bool, allocator: ByteBufferAllocator, malformed: inout Int
-    ) -> [TunnelPacket] {
-        guard packets.contains(where: { $0.isSuperPacket && shouldCut($0) }) else { return packets }
+        func isCut(_ packet: TunnelPacket) -> Bool { packet.isSuperPacket && packet.bytes.readableBytes > largest }
+        guard packets.contains(where: isCut) else { return packets }
         var output: [TunnelPacket] = []
         output.reserveCapacity(packets.count * 4)
         for packet in packets {
-            guard packet.isSuperPacket, shouldCut(packet) else {
+            guard isCut(packet) else {
                 output.append(packet)
                 continue
             }
